@@ -1,0 +1,36 @@
+# Task runner for the attention course kit. `make demo` runs the main job, `make test` every test.
+# Both create the virtual environment first if it is missing (torch pinned by constraints.txt).
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup demo test test-fast lab benchmark clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[notebooks,test]"
+	touch $@
+
+# Library tests, notebook validation (nbval, strict) and the grading pipeline.
+test: $(STAMP)
+	$(PY) -m pytest -n 2 --dist loadfile --nbval --nbval-current-env tests course
+
+# Library tests only: the quick loop while editing lib/.
+test-fast: $(STAMP)
+	$(PY) -m pytest -n 2 tests -m "not slow"
+
+demo: $(STAMP)
+	$(PY) -m attnkit.demo
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab course
+
+benchmark: $(STAMP)
+	$(PY) benchmarks/attention.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

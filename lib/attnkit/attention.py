@@ -1,0 +1,139 @@
+"""Scaled dot-product attention with padding and causal masks, and multi-head attention."""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ._checks import check_dim, check_dropout, check_rank, check_valid_lens
+
+
+def attention_mask(num_queries, num_keys, valid_lens=None, causal=False, device=None):
+    """Boolean mask, True = may attend: (1 or batch, num_queries, num_keys), or None if nothing is masked.
+
+    ``valid_lens`` must already be validated: (batch,) or (batch, num_queries).
+    Causal masking keeps key j for query i when j <= i (self-attention, so the lengths are equal).
+    """
+    mask = None
+    if valid_lens is not None:
+        if valid_lens.dim() == 1:
+            valid_lens = valid_lens[:, None]                          # (batch, 1)
+        key_index = torch.arange(num_keys, device=device)
+        mask = key_index[None, None, :] < valid_lens[:, :, None]      # (batch, 1 or num_queries, num_keys)
+        mask = mask.expand(-1, num_queries, -1)                       # (batch, num_queries, num_keys)
+    if causal:
+        if num_queries != num_keys:
+            raise ValueError("causal=True needs num_queries == num_keys (decoder self-attention), "
+                             f"got num_queries={num_queries}, num_keys={num_keys}")
+        lower = torch.ones(num_queries, num_keys, dtype=torch.bool, device=device).tril()
+        mask = lower[None] if mask is None else mask & lower           # (1 or batch, num_queries, num_keys)
+    return mask
+
+
+def masked_softmax(X, valid_lens=None, causal=False):
+    """Softmax over the last axis of X (batch, num_queries, num_keys), keys beyond ``valid_lens`` masked.
+
+    ``valid_lens`` is None, (batch,) or (batch, num_queries). Masked keys get exactly zero weight.
+    A row whose keys are all masked (valid length 0) gets all-zero weights: no NaN, and no
+    uniform weights over padding.
+    """
+    check_rank("X", X, 3, "(batch, num_queries, num_keys)")
+    batch_size, num_queries, num_keys = X.shape
+    valid_lens = check_valid_lens(valid_lens, batch_size, num_queries, num_keys, X.device)
+    mask = attention_mask(num_queries, num_keys, valid_lens, causal, X.device)
+    if mask is None:
+        return torch.softmax(X, dim=-1)
+    weights = torch.softmax(X.masked_fill(~mask, float("-inf")), dim=-1)
+    # Fully masked rows are NaN after the softmax (0/0); every entry there is masked, so this zeroes them.
+    return weights.masked_fill(~mask, 0.0)
+
+
+class DotProductAttention(nn.Module):
+    """softmax(Q K^T / sqrt(d)) V with masks; keeps the last weights in ``attention_weights``."""
+
+    def __init__(self, dropout=0.0):
+        super().__init__()
+        check_dropout(dropout)
+        self.dropout = nn.Dropout(dropout)
+        self.attention_weights = None
+
+    def forward(self, queries, keys, values, valid_lens=None, causal=False):
+        """(batch, q, d), (batch, k, d), (batch, k, v) -> (batch, q, v)."""
+        check_rank("queries", queries, 3, "(batch, num_queries, d)")
+        check_rank("keys", keys, 3, "(batch, num_keys, d)")
+        check_rank("values", values, 3, "(batch, num_keys, value_dim)")
+        check_dim("keys", keys, 0, queries.shape[0])
+        check_dim("keys", keys, 2, queries.shape[2])
+        check_dim("values", values, 0, keys.shape[0])
+        check_dim("values", values, 1, keys.shape[1])
+        d = queries.shape[-1]
+        scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d)   # (batch, q, k)
+        self.attention_weights = masked_softmax(scores, valid_lens, causal)
+        return torch.bmm(self.dropout(self.attention_weights), values)     # (batch, q, v)
+
+
+def transpose_qkv(X, num_heads):
+    """Split the last axis into heads: (batch, n, num_hiddens) -> (batch * num_heads, n, head_dim)."""
+    batch_size, n, num_hiddens = X.shape
+    X = X.reshape(batch_size, n, num_heads, num_hiddens // num_heads)   # (batch, n, num_heads, head_dim)
+    X = X.permute(0, 2, 1, 3)                                         # (batch, num_heads, n, head_dim)
+    return X.reshape(batch_size * num_heads, n, -1)                   # (batch * num_heads, n, head_dim)
+
+
+def transpose_output(X, num_heads):
+    """Undo ``transpose_qkv``: (batch * num_heads, n, head_dim) -> (batch, n, num_hiddens)."""
+    _, n, head_dim = X.shape
+    X = X.reshape(-1, num_heads, n, head_dim)                         # (batch, num_heads, n, head_dim)
+    X = X.permute(0, 2, 1, 3)                                         # (batch, n, num_heads, head_dim)
+    return X.reshape(X.shape[0], n, num_heads * head_dim)             # (batch, n, num_hiddens)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention: W_o [head_1; ...; head_h], every head in one batched product.
+
+    With ``need_weights=True`` the forward pass runs the explicit softmax and keeps the per-head
+    weights in ``attention_weights`` (batch, num_heads, num_queries, num_keys); otherwise it runs
+    PyTorch's fused ``scaled_dot_product_attention`` and keeps none (``attention_weights`` is None).
+    """
+
+    def __init__(self, num_hiddens, num_heads, dropout=0.0, bias=False):
+        super().__init__()
+        if num_heads < 1 or num_hiddens % num_heads:
+            raise ValueError(f"num_hiddens must be divisible by num_heads, "
+                             f"got num_hiddens={num_hiddens}, num_heads={num_heads}")
+        check_dropout(dropout)
+        self.num_hiddens, self.num_heads = num_hiddens, num_heads
+        self.attention = DotProductAttention(dropout)
+        self.W_q = nn.Linear(num_hiddens, num_hiddens, bias=bias)
+        self.W_k = nn.Linear(num_hiddens, num_hiddens, bias=bias)
+        self.W_v = nn.Linear(num_hiddens, num_hiddens, bias=bias)
+        self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=bias)
+        self.attention_weights = None
+
+    def forward(self, queries, keys, values, valid_lens=None, causal=False, need_weights=False):
+        """(batch, q, num_hiddens), (batch, k, num_hiddens) x2 -> (batch, q, num_hiddens)."""
+        for name, X in (("queries", queries), ("keys", keys), ("values", values)):
+            check_rank(name, X, 3, "(batch, length, num_hiddens)")
+            check_dim(name, X, 2, self.num_hiddens)
+            check_dim(name, X, 0, queries.shape[0])
+        check_dim("values", values, 1, keys.shape[1])
+        batch_size, num_queries, num_keys = queries.shape[0], queries.shape[1], keys.shape[1]
+        valid_lens = check_valid_lens(valid_lens, batch_size, num_queries, num_keys, queries.device)
+        if valid_lens is not None:
+            valid_lens = valid_lens.repeat_interleave(self.num_heads, dim=0)  # (batch * num_heads, ...)
+
+        queries = transpose_qkv(self.W_q(queries), self.num_heads)    # (batch * num_heads, q, head_dim)
+        keys = transpose_qkv(self.W_k(keys), self.num_heads)          # (batch * num_heads, k, head_dim)
+        values = transpose_qkv(self.W_v(values), self.num_heads)      # (batch * num_heads, k, head_dim)
+
+        if need_weights:
+            output = self.attention(queries, keys, values, valid_lens, causal)
+            weights = self.attention.attention_weights                # (batch * num_heads, q, k)
+            self.attention_weights = weights.reshape(batch_size, self.num_heads, num_queries, num_keys)
+        else:
+            mask = attention_mask(num_queries, num_keys, valid_lens, causal, queries.device)
+            p = self.attention.dropout.p if self.training else 0.0
+            output = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=p)
+            self.attention_weights = None
+        return self.W_o(transpose_output(output, self.num_heads))      # (batch, q, num_hiddens)
