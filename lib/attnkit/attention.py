@@ -120,20 +120,29 @@ class MultiHeadAttention(nn.Module):
         check_dim("values", values, 1, keys.shape[1])
         batch_size, num_queries, num_keys = queries.shape[0], queries.shape[1], keys.shape[1]
         valid_lens = check_valid_lens(valid_lens, batch_size, num_queries, num_keys, queries.device)
-        if valid_lens is not None:
-            valid_lens = valid_lens.repeat_interleave(self.num_heads, dim=0)  # (batch * num_heads, ...)
 
         queries = transpose_qkv(self.W_q(queries), self.num_heads)    # (batch * num_heads, q, head_dim)
         keys = transpose_qkv(self.W_k(keys), self.num_heads)          # (batch * num_heads, k, head_dim)
         values = transpose_qkv(self.W_v(values), self.num_heads)      # (batch * num_heads, k, head_dim)
 
         if need_weights:
+            if valid_lens is not None:   # every head of a sequence sees the same valid keys
+                valid_lens = valid_lens.repeat_interleave(self.num_heads, dim=0)  # (batch * num_heads, ...)
             output = self.attention(queries, keys, values, valid_lens, causal)
             weights = self.attention.attention_weights                # (batch * num_heads, q, k)
             self.attention_weights = weights.reshape(batch_size, self.num_heads, num_queries, num_keys)
         else:
-            mask = attention_mask(num_queries, num_keys, valid_lens, causal, queries.device)
-            p = self.attention.dropout.p if self.training else 0.0
-            output = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask, dropout_p=p)
+            output = self._fused_attention(queries, keys, values, valid_lens, causal)
             self.attention_weights = None
         return self.W_o(transpose_output(output, self.num_heads))      # (batch, q, num_hiddens)
+
+    def _fused_attention(self, queries, keys, values, valid_lens, causal):
+        """PyTorch's fused kernel on (batch * num_heads, n, head_dim) inputs; never forms the weights."""
+        # The fused CPU kernel only accepts 4-D inputs: view heads as their own axis (no copy).
+        q, k, v = (X.unflatten(0, (-1, self.num_heads)) for X in (queries, keys, values))  # (batch, heads, n, d)
+        mask = attention_mask(q.shape[2], k.shape[2], valid_lens, causal, q.device)
+        if mask is not None:
+            mask = mask.unsqueeze(1)                                   # (1 or batch, 1, q, k): same for every head
+        p = self.attention.dropout.p if self.training else 0.0
+        output = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (batch, heads, q, d)
+        return output.flatten(0, 1)                                    # (batch * num_heads, q, head_dim)
