@@ -1,0 +1,95 @@
+"""The kit's dependency lists agree, torch is pinned for setup, and student installs carry no solutions."""
+
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CONDA_TO_PIP = {"pytorch": "torch"}
+NOT_PACKAGES = {"python", "pip"}
+
+
+def _split(requirement):
+    """'torch>=2.2' -> ('torch', '>=2.2'), names normalised as PEP 503 does."""
+    match = re.fullmatch(r"\s*([A-Za-z0-9_.\-]+)\s*(.*?)\s*", requirement)
+    name = re.sub(r"[-_.]+", "-", match.group(1)).lower()
+    return name, match.group(2).replace(" ", "")
+
+
+def pyproject_requirements():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    requirements = list(project["dependencies"])
+    for extra in project["optional-dependencies"].values():
+        requirements += extra
+    return dict(_split(r) for r in requirements)
+
+
+def environment():
+    return yaml.safe_load((ROOT / "environment.yml").read_text())
+
+
+def conda_requirements():
+    found = {}
+    for entry in environment()["dependencies"]:
+        if isinstance(entry, str):
+            name, spec = _split(entry)
+            if name not in NOT_PACKAGES:
+                found[CONDA_TO_PIP.get(name, name)] = spec
+    return found
+
+
+def test_environment_yml_lists_the_same_dependencies_as_pyproject():
+    conda, pip = conda_requirements(), pyproject_requirements()
+    only_conda = {k: v for k, v in conda.items() if k not in pip}
+    only_pip = {k: v for k, v in pip.items() if k not in conda}
+    different = {k: (pip[k], conda[k]) for k in pip.keys() & conda.keys() if pip[k] != conda[k]}
+    assert not only_conda and not only_pip and not different, (
+        f"environment.yml and pyproject.toml disagree: only in environment.yml {only_conda}, "
+        f"only in pyproject.toml {only_pip}, different ranges (pyproject, conda) {different}")
+
+
+def test_environment_installs_the_kit_without_editable_mode():
+    pip_sections = [e["pip"] for e in environment()["dependencies"] if isinstance(e, dict)]
+    assert pip_sections == [["."]], (
+        "environment.yml must install the kit as a regular package ('- .' under pip:), so the reference "
+        f"solutions (excluded from the wheel) never reach students; got {pip_sections}")
+
+
+def test_torch_is_pinned_by_the_constraints_file_used_in_setup():
+    pins = [line.strip() for line in (ROOT / "constraints.txt").read_text().splitlines()
+            if line.strip() and not line.startswith("#")]
+    assert "torch==2.13.0" in pins
+    assert "-c constraints.txt" in (ROOT / "Makefile").read_text()
+    torch_range = pyproject_requirements()["torch"]
+    assert "==" not in torch_range, "the package's own torch range must stay loose"
+
+
+def test_ci_runs_the_readme_test_command():
+    readme, ci = (ROOT / "README.md").read_text(), (ROOT / ".ci" / "run").read_text()
+    assert "make test" in readme and re.search(r"^make test$", ci, re.M)
+
+
+@pytest.mark.slow
+def test_student_wheel_has_no_reference_solutions(tmp_path):
+    """Build the wheel environment.yml installs and prove attnkit.solutions is not in it."""
+    if not (ROOT / "lib" / "attnkit" / "solutions").is_dir():
+        pytest.fail("lib/attnkit/solutions is missing: the grading environment needs it")
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, project / name)
+    shutil.copytree(ROOT / "lib", project / "lib", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--wheel-dir", str(tmp_path / "dist"), str(project)], check=True)
+    (wheel,) = (tmp_path / "dist").glob("attention_kit-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert any(n.startswith("attnkit/attention.py") for n in names), names
+    leaked = [n for n in names if n.startswith("attnkit/solutions")]
+    assert not leaked, f"reference solutions leaked into the student wheel: {leaked}"
