@@ -35,7 +35,8 @@ def relative_rotation(delta, num_hiddens, dtype=torch.float32):
     Needs even ``num_hiddens``: a lone last sine column has no cosine partner to rotate with.
     """
     if num_hiddens % 2:
-        raise ValueError(f"num_hiddens must be even for the rotation map, got {num_hiddens}")
+        raise ValueError(f"num_hiddens must be even for the rotation map, got {num_hiddens}: "
+                         "the last sine column has no cosine partner to rotate with")
     angles = delta * _frequencies(num_hiddens, dtype)                 # (d / 2,)
     cos, sin = torch.cos(angles), torch.sin(angles)
     blocks = torch.stack([torch.stack([cos, sin], -1),
