@@ -1,0 +1,143 @@
+"""Look at a submission before grading it, without running nbgrader or any student code.
+
+A *fatal* issue means nbgrader cannot grade the submission at all (no notebook, not JSON, not a valid
+notebook): the pipeline skips it and reports the reason. Other issues are reported, and the submission is
+graded anyway (nbgrader restores edited locked cells, ignores extra files, copies missing data files).
+"""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+# Files a student's tools leave behind; never worth a remark.
+NOISE = {".ipynb_checkpoints", "__pycache__", ".DS_Store", "timestamp.txt"}
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One thing wrong with a submission; ``fatal`` when it cannot be graded at all."""
+
+    reason: str
+    fatal: bool = False
+
+    def __str__(self):
+        return self.reason
+
+
+def check_submission(submission_dir, release_dir):
+    """Issues of the submission in ``submission_dir`` against the released assignment in ``release_dir``.
+
+    Returns a list of :class:`Issue` (empty when all is well). Never raises for a bad submission;
+    raises FileNotFoundError when ``release_dir`` holds no notebook (a broken course, not a bad student).
+    """
+    submission_dir, release_dir = Path(submission_dir), Path(release_dir)
+    expected = sorted(release_dir.glob("*.ipynb"))
+    if not expected:
+        raise FileNotFoundError(f"release_dir: no notebook in {release_dir}; run the release step first")
+    if not submission_dir.is_dir():
+        return [Issue(f"nothing handed in (no folder {submission_dir.name}/)", fatal=True)]
+    issues = []
+    for released in expected:
+        issues += check_notebook(submission_dir / released.name, released)
+    if any(issue.fatal for issue in issues):
+        return issues
+    return issues + check_files(submission_dir, release_dir)
+
+
+def check_notebook(path, released):
+    """Issues of the notebook at ``path``, which should be the student's copy of ``released``."""
+    if not path.is_file():
+        return [missing_notebook(path)]
+    notebook, problem = read_notebook(path)
+    if problem:
+        return [Issue(problem, fatal=True)]
+    original = nbformat.read(released, as_version=4)
+    return [Issue(reason) for reason in cell_changes(notebook, original, path.name)]
+
+
+def missing_notebook(path):
+    """Fatal issue for a notebook that is not where it should be, naming look-alikes when there are some."""
+    others = sorted(p.name for p in path.parent.glob("*.ipynb"))
+    reason = f"notebook {path.name} is missing"
+    if others:
+        reason += f"; found {', '.join(others)} instead (wrong name? it must be {path.name})"
+    return Issue(reason, fatal=True)
+
+
+def read_notebook(path):
+    """(notebook, None) for a readable nbformat-4 notebook, else (None, why not)."""
+    name = path.name
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        return None, f"{name} is not UTF-8 text (byte {error.start})"
+    if not text.strip():
+        return None, f"{name} is empty"
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        return None, f"{name} is not valid JSON ({error.msg} at line {error.lineno}, column {error.colno})"
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        return None, f"{name} is JSON but not a notebook (no list of cells)"
+    if data.get("nbformat") != 4:
+        return None, f"{name} has nbformat version {data.get('nbformat')!r}; expected 4"
+    try:
+        notebook = nbformat.reads(text, as_version=4)
+        nbformat.validate(notebook)
+    except Exception as error:  # nbformat raises several types for broken structure
+        return None, f"{name} is not a valid notebook (nbformat: {first_line(error)})"
+    return notebook, None
+
+
+def cell_changes(notebook, original, name):
+    """Remarks on graded cells: deleted grade cells and edited locked cells (both undone or scored by nbgrader)."""
+    submitted = nbgrader_cells(notebook)
+    remarks = []
+    for grade_id, cell in nbgrader_cells(original).items():
+        meta = cell.metadata["nbgrader"]
+        if grade_id not in submitted:
+            kind = "test cell" if meta.get("grade") and not meta.get("solution") else "graded cell"
+            remarks.append(f"{name}: {kind} '{grade_id}' was deleted")
+        elif meta.get("locked") and submitted[grade_id].source != cell.source:
+            remarks.append(f"{name}: read-only cell '{grade_id}' was edited (nbgrader grades the original)")
+    return remarks
+
+
+def nbgrader_cells(notebook):
+    """{grade_id: cell} for the cells nbgrader tracks."""
+    cells = {}
+    for cell in notebook.cells:
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if grade_id:
+            cells.setdefault(grade_id, cell)
+    return cells
+
+
+def check_files(submission_dir, release_dir):
+    """Remarks on files other than the notebooks: extra ones are ignored, missing ones come from the course."""
+    handed_in, released = relative_files(submission_dir), relative_files(release_dir)
+    extra = sorted(f for f in handed_in - released if not f.endswith(".ipynb"))
+    stray = sorted(f for f in handed_in - released if f.endswith(".ipynb"))
+    missing = sorted(f for f in released - handed_in if not f.endswith(".ipynb"))
+    issues = []
+    if extra:
+        issues.append(Issue(f"extra files ignored: {', '.join(extra)}"))
+    if stray:
+        issues.append(Issue(f"extra notebooks not graded: {', '.join(stray)}"))
+    if missing:
+        issues.append(Issue(f"files missing (the released copies are used): {', '.join(missing)}"))
+    return issues
+
+
+def relative_files(folder):
+    """Paths (as POSIX strings) of the files under ``folder``, skipping editor and tool noise."""
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*")
+            if p.is_file() and not NOISE.intersection(p.relative_to(folder).parts)}
+
+
+def first_line(error):
+    """The first non-empty line of an exception's message."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__

@@ -1,0 +1,80 @@
+"""The release step: student versions of the assignments, generated from source/ by nbgrader.
+
+:func:`release` is ``nbgrader generate_assignment --force`` for each assignment (it also records the
+assignment, its notebooks and its grade cells in the gradebook). :func:`drift` regenerates in a temporary
+copy of the course and lists how the committed release/ differs from what source/ gives today.
+"""
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from .course import CONFIG_NAME, Course
+from .precheck import relative_files
+
+
+class NbgraderError(RuntimeError):
+    """An nbgrader step failed for a reason that is not one student's submission."""
+
+
+def release(course, assignments=(), release_dir=None, database=True):
+    """Run generate_assignment (forced) for ``assignments`` (default: all in source/).
+
+    ``release_dir`` redirects the output (e.g. a temporary folder) instead of the course's release/;
+    ``database=False`` leaves the gradebook alone. Returns the list of assignments generated.
+    """
+    assignments = course.check_assignments(assignments)
+    overrides = {} if database else {"GenerateAssignment.no_database": True, "SaveCells.enabled": False}
+    if release_dir is not None:
+        overrides["CourseDirectory.release_directory"] = str(Path(release_dir).resolve())
+    api = course.api(**overrides)
+    for assignment in assignments:
+        result = api.generate_assignment(assignment, force=True, create=True)
+        if not result["success"]:
+            log = result.get("log", "") + result.get("error", "")
+            raise NbgraderError(f"nbgrader generate_assignment {assignment} failed:\n{log}")
+    return assignments
+
+
+def drift(course, assignments=()):
+    """{assignment: [differences]} between the committed release/ and a fresh generation from source/.
+
+    Works on a temporary copy (config and source/ only), so neither release/ nor the gradebook changes.
+    An assignment without differences maps to an empty list.
+    """
+    assignments = course.check_assignments(assignments)
+    with tempfile.TemporaryDirectory(prefix="attnkit-release-") as scratch:
+        copy = Path(scratch)
+        shutil.copy2(course.root / CONFIG_NAME, copy / CONFIG_NAME)
+        shutil.copytree(course.step_dir("source"), copy / course.step_dir("source").name)
+        fresh = Course(copy)
+        release(fresh, assignments, database=False)
+        return {a: compare_trees(course.assignment_dir("release", a), fresh.assignment_dir("release", a))
+                for a in assignments}
+
+
+def compare_trees(committed, fresh):
+    """Differences between two release folders, as readable lines (empty when identical)."""
+    if not committed.is_dir():
+        return [f"{committed} does not exist: run the release step and commit it"]
+    old, new = relative_files(committed), relative_files(fresh)
+    lines = [f"missing from {committed.name}/: {name}" for name in sorted(new - old)]
+    lines += [f"not generated from source any more: {name}" for name in sorted(old - new)]
+    for name in sorted(old & new):
+        before, after = (committed / name).read_bytes(), (fresh / name).read_bytes()
+        if before != after:
+            lines.append(f"differs: {name}{changed_cells(before, after)}")
+    return lines
+
+
+def changed_cells(before, after):
+    """' (cells 3, 7)' naming the notebook cells that differ, or '' when that cannot be told."""
+    try:
+        old, new = json.loads(before)["cells"], json.loads(after)["cells"]
+    except (ValueError, KeyError, TypeError):
+        return ""
+    if len(old) != len(new):
+        return f" ({len(old)} cells committed, {len(new)} generated)"
+    numbers = [str(i) for i, (a, b) in enumerate(zip(old, new), start=1) if a != b]
+    return f" (cells {', '.join(numbers)})" if numbers else " (notebook metadata)"

@@ -1,0 +1,149 @@
+"""What the instructor reads after grading: points per test cell, totals, a histogram, CSV files.
+
+nbgrader's own export only has totals per assignment, so the per-cell table is read straight from the
+gradebook (:class:`nbgrader.api.Gradebook`).
+"""
+
+import csv
+import math
+from dataclasses import dataclass, field
+
+import nbformat
+from matplotlib.figure import Figure
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.plugins import CsvExportPlugin
+
+
+@dataclass
+class ScoreTable:
+    """Points per grade cell for every student and assignment, as the gradebook holds them."""
+
+    cells: dict       # assignment -> [(grade_id, max points)] in notebook order
+    points: dict      # (student, assignment) -> {grade_id: points}
+    review: set = field(default_factory=set)   # (student, assignment, grade_id) awaiting a manual grade
+
+    @property
+    def students(self):
+        return sorted({student for student, _ in self.points})
+
+    def total(self, student, assignment):
+        return sum(self.points[student, assignment].values())
+
+    def max_total(self, assignment):
+        return sum(points for _, points in self.cells[assignment])
+
+    def as_dict(self):
+        """{student: {assignment: {grade_id: points}}}, the shape of the fixtures' expected_scores.json."""
+        nested = {}
+        for (student, assignment), points in sorted(self.points.items()):
+            nested.setdefault(student, {})[assignment] = dict(points)
+        return nested
+
+
+def read_scores(course, assignments, students):
+    """The ScoreTable of ``students`` x ``assignments`` from the course gradebook (0 where nothing was graded)."""
+    cells = {a: grade_cells(course, a) for a in assignments}
+    table = ScoreTable(cells, {})
+    with Gradebook(course.db_url, course.course_id) as gradebook:
+        for assignment in assignments:
+            for student in students:
+                table.points[student, assignment] = {grade_id: 0.0 for grade_id, _ in cells[assignment]}
+                read_submission(gradebook, table, assignment, student)
+    return table
+
+
+def read_submission(gradebook, table, assignment, student):
+    """Copy one submission's scores from the gradebook into ``table`` (nothing if there is none)."""
+    try:
+        submission = gradebook.find_submission(assignment, student)
+    except MissingEntry:
+        return
+    several = len(submission.notebooks) > 1
+    for notebook in submission.notebooks:
+        for grade in notebook.grades:
+            key = f"{notebook.name}:{grade.name}" if several else grade.name
+            table.points[student, assignment][key] = float(grade.score)
+            if grade.needs_manual_grade:
+                table.review.add((student, assignment, key))
+
+
+def grade_cells(course, assignment):
+    """[(grade_id, max points)] of ``assignment``, in the order of its source notebook(s)."""
+    names = course.notebook_names(assignment, step="source")
+    cells = []
+    for name in names:
+        notebook = nbformat.read(course.assignment_dir("source", assignment) / f"{name}.ipynb", as_version=4)
+        for cell in notebook.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade"):
+                key = f"{name}:{meta['grade_id']}" if len(names) > 1 else meta["grade_id"]
+                cells.append((key, float(meta.get("points", 0))))
+    return cells
+
+
+def format_table(table, assignment, statuses):
+    """Plain-text table of ``assignment``: one row per student, one column per grade cell, then the total.
+
+    ``statuses`` maps student -> a short status word shown in the last column.
+    """
+    columns = [grade_id for grade_id, _ in table.cells[assignment]]
+    header = ["student"] + columns + ["total", "status"]
+    maxima = ["(max)"] + [number(p) for _, p in table.cells[assignment]] + [number(table.max_total(assignment)), ""]
+    rows = [header, maxima]
+    for student in table.students:
+        points = table.points[student, assignment]
+        row = [student] + [number(points[c]) + ("*" if (student, assignment, c) in table.review else "")
+                           for c in columns]
+        rows.append(row + [number(table.total(student, assignment)), statuses.get(student, "")])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+             for row in rows]
+    return "\n".join(lines)
+
+
+def number(value):
+    """Points as short text: 2 -> '2', 1.5 -> '1.5'."""
+    return f"{value:g}"
+
+
+def write_cell_csv(table, path):
+    """One row per student, assignment and grade cell: the per-exercise scores nbgrader's export lacks."""
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["student", "assignment", "grade_id", "points", "max_points", "needs_manual_grade"])
+        for student in table.students:
+            for assignment, cells in table.cells.items():
+                for grade_id, max_points in cells:
+                    review = (student, assignment, grade_id) in table.review
+                    writer.writerow([student, assignment, grade_id, number(table.points[student, assignment][grade_id]),
+                                     number(max_points), review])
+
+
+def export_totals(course, path, assignments):
+    """nbgrader's CSV export (``nbgrader export``): one row per student and assignment, with totals."""
+    plugin = CsvExportPlugin(to=str(path), assignment=list(assignments))
+    with Gradebook(course.db_url, course.course_id) as gradebook:
+        plugin.export(gradebook)
+
+
+def bin_edges(top):
+    """One bar per whole point (centred on it) up to 40 points, else 20 equal bars from 0 to ``top``."""
+    if top <= 40:
+        return [k - 0.5 for k in range(math.ceil(top) + 2)]
+    return [top * k / 20 for k in range(21)]
+
+
+def plot_totals(table, path):
+    """Save a histogram of total scores, one panel per assignment, to ``path`` (PNG)."""
+    assignments = list(table.cells)
+    figure = Figure(figsize=(4.5 * len(assignments), 3.2))  # no pyplot: no GUI backend, no global state
+    axes = figure.subplots(1, len(assignments), squeeze=False)
+    for ax, assignment in zip(axes[0], assignments):
+        top = table.max_total(assignment)
+        totals = [table.total(student, assignment) for student in table.students]
+        ax.hist(totals, bins=bin_edges(top), color="tab:blue", edgecolor="white")
+        ax.set_title(f"{assignment} ({len(totals)} students)")
+        ax.set_xlabel(f"total points (max {number(top)})")
+        ax.set_ylabel("students")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
