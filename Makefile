@@ -24,13 +24,18 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -n 2 tests -m "not slow"
 
 demo: $(STAMP)
-	$(PY) -m attnkit.demo
+	$(PY) -m attnkit.grading demo
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab course
 
 benchmark: $(STAMP)
 	$(PY) benchmarks/attention.py
+
+# Seconds per submission: the kit's pipeline vs plain per-student `nbgrader autograde` (example class).
+.PHONY: benchmark-grading
+benchmark-grading: $(STAMP)
+	$(PY) benchmarks/autograde.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -129,6 +129,17 @@ def test_precheck_remarks_on_deleted_tests_edited_locked_cells_and_extra_files(t
                      ("extra files ignored: notes.txt", False)]
 
 
+def test_precheck_accepts_read_only_cells_as_in_the_instructors_source(tmp_path, released):
+    source = toy_notebook()
+    source.cells[3].source += "\n### BEGIN HIDDEN TESTS\nassert square(-2) == 4\n### END HIDDEN TESTS"
+    write_notebook(tmp_path / "source" / "toy", "toy.ipynb", source)
+    submission = tmp_path / "instructor" / "toy"
+    write_notebook(submission, "toy.ipynb", source)
+    assert check_submission(submission, released, tmp_path / "source" / "toy") == []
+    [(reason, fatal)] = reasons(check_submission(submission, released))
+    assert not fatal and "'test_square' was edited" in reason
+
+
 def test_precheck_needs_a_released_notebook(tmp_path):
     with pytest.raises(FileNotFoundError, match="release_dir"):
         check_submission(tmp_path, tmp_path)

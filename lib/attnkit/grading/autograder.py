@@ -115,6 +115,8 @@ def execution_issues(notebook, name, timeout):
             continue
         elif any("raised" in issue for issue in issues):
             later_errors += 1
+        elif error.ename == "NotImplementedError":
+            issues.append(f"{where} raised NotImplementedError (left unanswered?)")
         else:
             issues.append(f"{where} raised {error.ename}: {first_line(error.evalue or error.ename)}")
     if later_errors:

@@ -201,7 +201,7 @@ def place(course, submissions, student, assignment, released):
     if not original.is_dir():
         record.status, record.issues = "missing", [f"nothing handed in (no folder {student}/{assignment}/)"]
     else:
-        issues = check_submission(original, released)
+        issues = check_submission(original, released, course.assignment_dir("source", assignment))
         record.issues = [issue.reason for issue in issues]
         record.status = "rejected" if any(issue.fatal for issue in issues) else "pending"
     if record.status != "pending":

@@ -26,9 +26,11 @@ class Issue:
         return self.reason
 
 
-def check_submission(submission_dir, release_dir):
+def check_submission(submission_dir, release_dir, source_dir=None):
     """Issues of the submission in ``submission_dir`` against the released assignment in ``release_dir``.
 
+    ``source_dir`` (the instructor's version, optional) is a second accepted version of read-only cells:
+    test cells there may hold hidden tests the release does not show.
     Returns a list of :class:`Issue` (empty when all is well). Never raises for a bad submission;
     raises FileNotFoundError when ``release_dir`` holds no notebook (a broken course, not a bad student).
     """
@@ -40,21 +42,22 @@ def check_submission(submission_dir, release_dir):
         return [Issue(f"nothing handed in (no folder {submission_dir.name}/)", fatal=True)]
     issues = []
     for released in expected:
-        issues += check_notebook(submission_dir / released.name, released)
+        versions = [released] + ([Path(source_dir) / released.name] if source_dir else [])
+        issues += check_notebook(submission_dir / released.name, [p for p in versions if p.is_file()])
     if any(issue.fatal for issue in issues):
         return issues
     return issues + check_files(submission_dir, release_dir)
 
 
-def check_notebook(path, released):
-    """Issues of the notebook at ``path``, which should be the student's copy of ``released``."""
+def check_notebook(path, versions):
+    """Issues of the notebook at ``path``; ``versions`` are the instructor's notebooks it may match."""
     if not path.is_file():
         return [missing_notebook(path)]
     notebook, problem = read_notebook(path)
     if problem:
         return [Issue(problem, fatal=True)]
-    original = nbformat.read(released, as_version=4)
-    return [Issue(reason) for reason in cell_changes(notebook, original, path.name)]
+    originals = [nbformat.read(version, as_version=4) for version in versions]
+    return [Issue(reason) for reason in cell_changes(notebook, originals, path.name)]
 
 
 def missing_notebook(path):
@@ -91,16 +94,22 @@ def read_notebook(path):
     return notebook, None
 
 
-def cell_changes(notebook, original, name):
-    """Remarks on graded cells: deleted grade cells and edited locked cells (both undone or scored by nbgrader)."""
+def cell_changes(notebook, originals, name):
+    """Remarks on graded cells: deleted grade cells, and read-only cells matching none of ``originals``.
+
+    The first of ``originals`` (the released notebook) decides which cells exist; nbgrader scores a deleted
+    test cell 0 (or re-runs it when configured to add missing cells) and grades the original of edited ones.
+    """
     submitted = nbgrader_cells(notebook)
+    versions = [nbgrader_cells(original) for original in originals]
     remarks = []
-    for grade_id, cell in nbgrader_cells(original).items():
+    for grade_id, cell in versions[0].items():
         meta = cell.metadata["nbgrader"]
         if grade_id not in submitted:
             kind = "test cell" if meta.get("grade") and not meta.get("solution") else "graded cell"
             remarks.append(f"{name}: {kind} '{grade_id}' was deleted")
-        elif meta.get("locked") and submitted[grade_id].source != cell.source:
+        elif meta.get("locked") and all(submitted[grade_id].source != v.get(grade_id, cell).source
+                                        for v in versions):
             remarks.append(f"{name}: read-only cell '{grade_id}' was edited (nbgrader grades the original)")
     return remarks
 
