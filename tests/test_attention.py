@@ -262,3 +262,14 @@ def test_bad_input_raises_value_error_naming_the_argument(case):
 def test_float_valid_lens_is_a_type_error():
     with pytest.raises(TypeError, match="valid_lens"):
         masked_softmax(torch.randn(2, 3, 4), torch.tensor([1.0, 2.0]))
+
+
+def test_kept_weights_are_detached_so_the_module_can_be_copied():
+    import copy
+
+    model = MultiHeadAttention(8, 2)
+    X = torch.randn(1, 3, 8, requires_grad=True)
+    model(X, X, X, need_weights=True).sum().backward()
+    assert not model.attention_weights.requires_grad
+    clone = copy.deepcopy(model)
+    torch.testing.assert_close(clone(X, X, X), model(X, X, X))

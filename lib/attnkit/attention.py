@@ -50,7 +50,7 @@ def masked_softmax(X, valid_lens=None, causal=False):
 
 
 class DotProductAttention(nn.Module):
-    """softmax(Q K^T / sqrt(d)) V with masks; keeps the last weights in ``attention_weights``."""
+    """softmax(Q K^T / sqrt(d)) V with masks; keeps the last weights (detached) in ``attention_weights``."""
 
     def __init__(self, dropout=0.0):
         super().__init__()
@@ -69,8 +69,10 @@ class DotProductAttention(nn.Module):
         check_dim("values", values, 1, keys.shape[1])
         d = queries.shape[-1]
         scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d)   # (batch, q, k)
-        self.attention_weights = masked_softmax(scores, valid_lens, causal)
-        return torch.bmm(self.dropout(self.attention_weights), values)     # (batch, q, v)
+        weights = masked_softmax(scores, valid_lens, causal)               # (batch, q, k)
+        # Kept for plots, detached: a stored graph would pin memory and break copy.deepcopy(module).
+        self.attention_weights = weights.detach()
+        return torch.bmm(self.dropout(weights), values)                    # (batch, q, v)
 
 
 def transpose_qkv(X, num_heads):
