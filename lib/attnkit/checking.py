@@ -1,0 +1,262 @@
+"""Checks for the graded notebooks: points per check, messages a student can act on, nothing on stderr.
+
+A test cell builds a ``Checks`` for its points, runs each check in a ``with checks(what, points):``
+block and ends with ``checks.score()``, whose value nbgrader reads as the cell's partial credit.
+One failing block costs its own points and no others: every exception is caught and explained.
+Nothing here solves an exercise; the helpers only compare, measure and explain.
+"""
+
+import contextlib
+import os
+import sys
+import traceback
+import warnings
+
+import torch
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+
+__all__ = [
+    "CheckFailed", "Checks", "expect", "expect_close", "expect_equal", "expect_raises", "expect_shape",
+    "human_bytes", "largest_allocation", "load_table", "single_parameter", "table_of",
+]
+
+
+class CheckFailed(AssertionError):
+    """A check found a wrong answer; the message says what to fix."""
+
+
+def _fmt(x):
+    """A number with 4 significant digits (integers as they are)."""
+    if isinstance(x, int) or (isinstance(x, float) and x.is_integer() and abs(x) < 1e6):
+        return str(int(x))
+    return f"{x:.4g}"
+
+
+_LIBRARIES = tuple(os.path.dirname(module.__file__) + os.sep for module in (torch, contextlib))
+
+
+def _where(tb):
+    """' (raised in forward, line 12)': the innermost frame outside torch and the standard library."""
+    frames = traceback.extract_tb(tb)
+    own = [f for f in frames if not f.filename.startswith(_LIBRARIES) and f.filename != __file__]
+    frame = (own or frames or [None])[-1]
+    return "" if frame is None else f" (raised in {frame.name}, line {frame.lineno})"
+
+
+def _explain(exc, tb):
+    """A one-line explanation of an exception raised inside a check."""
+    if isinstance(exc, CheckFailed):
+        return str(exc)
+    if isinstance(exc, NotImplementedError):
+        return "not implemented yet: your code still raises NotImplementedError" + _where(tb)
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    return f"your code raised {type(exc).__name__}: {first}{_where(tb)}"
+
+
+class _Check:
+    """Context manager for one check: catches every Exception, turns stderr and warnings into stdout."""
+
+    def __init__(self, owner, what, points):
+        self.owner, self.what, self.points = owner, what, float(points)
+
+    def __enter__(self):
+        self._stack = contextlib.ExitStack()
+        self._stack.enter_context(contextlib.redirect_stderr(sys.stdout))
+        self._warnings = self._stack.enter_context(warnings.catch_warnings(record=True))
+        warnings.simplefilter("always")
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self._stack.close()
+        notes = [f"{w.category.__name__}: {w.message}" for w in self._warnings]
+        if exc_type is None:
+            self.owner._record(self.what, self.points, None, notes)
+            return False
+        if not issubclass(exc_type, Exception):       # KeyboardInterrupt (a timeout), SystemExit: let go
+            return False
+        self.owner._record(self.what, self.points, _explain(exc, tb), notes)
+        return True
+
+
+class Checks:
+    """Collects the checks of one grade cell; ``score()`` returns the points earned as a plain float.
+
+    ``points`` is the cell's value in nbgrader. When every check of the cell has run, the score is
+    the sum of the points of the checks that passed. In the student version the hidden checks are
+    absent, so the score is scaled to the checks that ran: a notebook that passes its visible checks
+    then validates, and the hidden checks decide the grade.
+    """
+
+    def __init__(self, points):
+        self.points = float(points)
+        self.results = []        # (what, points, message or None)
+        self.disqualified = None
+
+    def __call__(self, what, points):
+        """``with checks("what is checked", points=0.5): ...`` runs one check."""
+        return _Check(self, what, points)
+
+    def _record(self, what, points, message, notes=()):
+        self.results.append((what, points, message))
+        status = "ok  " if message is None else "FAIL"
+        earned = points if message is None else 0.0
+        print(f"{status} [{_fmt(earned)}/{_fmt(points)}] {what}")
+        if message is not None:
+            print(f"       -> {message}")
+        for note in notes:
+            print(f"       (warning from your code: {note})")
+
+    def disqualify(self, reason):
+        """Score this cell 0, whatever else passed, and say why."""
+        self.disqualified = reason
+        print(f"NOT GRADED: {reason}")
+
+    def score(self):
+        """Points earned, a Python float in [0, points] (nbgrader reads it as partial credit)."""
+        ran = sum(p for _, p, _ in self.results)
+        earned = sum(p for _, p, m in self.results if m is None)
+        if self.disqualified is not None or ran == 0:
+            print(f"Score: 0 / {_fmt(self.points)} points")
+            return 0.0
+        if ran > self.points + 1e-9:
+            # An authoring error, not the student's: never exceed the cell's points.
+            print(f"(checks worth {_fmt(ran)} points ran in a cell worth {_fmt(self.points)})")
+            earned = earned * self.points / ran
+            ran = self.points
+        if ran < self.points - 1e-9:
+            scaled = round(self.points * earned / ran, 4)
+            print(f"Score: {_fmt(scaled)} / {_fmt(self.points)} points "
+                  f"(visible checks only: {_fmt(earned)} of {_fmt(ran)}; hidden checks run at grading)")
+            return float(scaled)
+        print(f"Score: {_fmt(earned)} / {_fmt(self.points)} points")
+        return float(earned)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Assertions that explain themselves: each raises CheckFailed with a message naming what is wrong.
+
+def expect(condition, message):
+    """Raise CheckFailed(message) unless ``condition``."""
+    if not condition:
+        raise CheckFailed(message)
+
+
+def expect_shape(tensor, shape, what):
+    """``tensor`` is a torch.Tensor of exactly ``shape``."""
+    if not isinstance(tensor, torch.Tensor):
+        raise CheckFailed(f"{what} should be a torch.Tensor, got {type(tensor).__name__}")
+    if tuple(tensor.shape) != tuple(shape):
+        raise CheckFailed(f"{what} should have shape {tuple(shape)}, got {tuple(tensor.shape)}")
+
+
+def expect_equal(actual, expected, what):
+    """Exact equality, shape and values; the message shows the first differing entry."""
+    expect_shape(actual, expected.shape, what)
+    if actual.dtype.is_floating_point != expected.dtype.is_floating_point:
+        raise CheckFailed(f"{what} should have dtype {expected.dtype}, got {actual.dtype}")
+    same = actual.detach().cpu() == expected.detach().cpu()
+    if not bool(same.all()):
+        index = tuple(int(i) for i in (~same).nonzero()[0])
+        got, want = actual[index].item(), expected[index].item()
+        raise CheckFailed(f"{what}: {int((~same).sum())} entries differ; first at index {index}: "
+                          f"got {_fmt(got)}, expected {_fmt(want)}")
+
+
+def expect_close(actual, expected, what, atol):
+    """|actual - expected| <= atol everywhere; the message shows the worst entry."""
+    expect_shape(actual, expected.shape, what)
+    actual = actual.detach().cpu().to(torch.float64)
+    expected = expected.detach().cpu().to(torch.float64)
+    if not bool(torch.isfinite(actual).all()):
+        raise CheckFailed(f"{what} contains NaN or inf")
+    error = (actual - expected).abs()
+    worst = float(error.max()) if error.numel() else 0.0
+    if worst > atol:
+        index = tuple(int(i) for i in torch.nonzero(error == error.max())[0])
+        raise CheckFailed(f"{what} is off by up to {worst:.3g} (tolerance {atol:.3g}); "
+                          f"at index {index}: got {_fmt(actual[index].item())}, "
+                          f"expected {_fmt(expected[index].item())}")
+
+
+def expect_raises(exception, function, what):
+    """``function()`` raises ``exception``; any other outcome fails with a message."""
+    try:
+        function()
+    except exception:
+        return
+    except Exception as exc:  # noqa: BLE001 - the point is to report what was raised instead
+        raise CheckFailed(f"{what}: expected {exception.__name__}, got {type(exc).__name__}: {exc}") from None
+    raise CheckFailed(f"{what}: expected {exception.__name__}, but nothing was raised")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reading and loading the weights of a student's module through its public interface.
+
+def single_parameter(module):
+    """The module's only parameter; CheckFailed unless it has exactly one."""
+    params = list(module.parameters())
+    if len(params) != 1:
+        shapes = [tuple(p.shape) for p in params]
+        raise CheckFailed(f"the module should have exactly one parameter (the table), found {len(params)}"
+                          f" with shapes {shapes}; a buffer or a plain tensor attribute is not a parameter")
+    return params[0]
+
+
+def table_of(obj, what):
+    """The weight tensor of an nn.Embedding, or the tensor itself for an nn.Parameter/tensor."""
+    if isinstance(obj, nn.Embedding):
+        return obj.weight
+    if isinstance(obj, torch.Tensor):
+        return obj
+    raise CheckFailed(f"{what} should be an nn.Embedding or an nn.Parameter, got {type(obj).__name__}")
+
+
+def load_table(destination, source):
+    """Copy ``source`` into the parameter ``destination`` in place (shapes must match)."""
+    expect_shape(destination, source.shape, "the table to load into")
+    with torch.no_grad():
+        destination.copy_(source.to(destination.dtype))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Memory: the largest block a computation allocates.
+
+class _LargestOutput(TorchDispatchMode):
+    """Records the largest storage (bytes) created by any PyTorch operator while active."""
+
+    def __init__(self, inputs):
+        super().__init__()
+        self.largest = 0
+        self.seen = {t.untyped_storage().data_ptr() for t in inputs}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, (tuple, list)) else (out,):
+            if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in self.seen:
+                self.largest = max(self.largest, t.untyped_storage().nbytes())
+        return out
+
+
+def largest_allocation(function, *args):
+    """Run ``function(*args)`` without autograd; return (result, bytes of the largest new tensor storage).
+
+    Views (reshape, expand, slicing) share their input's storage and cost nothing; every operator that
+    produces a new tensor counts with its full storage size.
+    """
+    inputs = [a for a in args if isinstance(a, torch.Tensor)]
+    recorder = _LargestOutput(inputs)
+    with torch.no_grad(), recorder:
+        result = function(*args)
+    return result, recorder.largest
+
+
+def human_bytes(n):
+    """A byte count for people: '16.8 MB'."""
+    if n < 1000:
+        return f"{int(n)} B"
+    for unit in ("kB", "MB", "GB"):
+        n /= 1000.0
+        if n < 1000 or unit == "GB":
+            return f"{n:.3g} {unit}"
