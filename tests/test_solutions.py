@@ -400,6 +400,19 @@ def test_wrappers_and_subclasses_of_the_reference_are_caught():
     assert provenance.problem(ns["Attention"], "Attention") is not None
 
 
+def test_indirect_imports_are_caught_and_innocent_names_are_not():
+    ns = run_as_notebook("""
+        import importlib
+        def skew(X):
+            return importlib.import_module("attnkit.solutions").skew(X)
+        class Table:
+            def __init__(self):
+                self.solutions = []       # an attribute that happens to be called 'solutions'
+    """)
+    assert provenance.problem(ns["skew"], "skew") is not None
+    assert provenance.problem(ns["Table"], "Table") is None
+
+
 def test_exec_of_the_reference_source_text_is_caught():
     import importlib.util
     with open(importlib.util.find_spec("attnkit.solutions.relative").origin, encoding="utf-8") as handle:

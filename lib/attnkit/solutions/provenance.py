@@ -4,8 +4,8 @@ A hidden test grades an object only if it was written in the notebook:
 1. its ``__module__`` is ``__main__`` (a notebook cell), and no class in its MRO comes from
    ``attnkit.solutions``;
 2. none of its code (methods, nested functions, and the notebook functions and classes it refers
-   to by global name) was compiled from a file inside the attnkit package, names ``solutions``,
-   or refers to a global that lives in ``attnkit.solutions``;
+   to by global name) was compiled from a file inside the attnkit package, spells out
+   ``attnkit.solutions`` (attribute access or a string), or refers to a global that lives there;
 3. none of its code objects is the reference's own code: a fingerprint of the bytecode, constants
    and names (not the file name or line numbers, so a copy pasted into a cell or ``exec``-ed from
    the solution file's text still matches) is compared with every reference function big enough
@@ -86,6 +86,14 @@ def _inside_package(filename):
     return path.startswith(PACKAGE_DIR + os.sep)
 
 
+def _names_solutions(code, namespace):
+    """True if ``code`` spells out attnkit.solutions: as ``attnkit.solutions`` or in a string constant."""
+    if any(isinstance(c, str) and "attnkit.solutions" in c for c in code.co_consts):
+        return True
+    uses_package = any(getattr(namespace.get(n), "__name__", None) == "attnkit" for n in code.co_names)
+    return uses_package and "solutions" in code.co_names
+
+
 def problem(obj, name):
     """None if ``obj`` looks written in the notebook, else a sentence saying why it is not graded."""
     if not (inspect.isclass(obj) or inspect.isfunction(obj)):
@@ -118,7 +126,7 @@ def problem(obj, name):
                 where = f"{label} ({_qualname(code)})"
                 if _inside_package(code.co_filename):
                     return f"{where} was compiled from {code.co_filename}, inside the attnkit package"
-                if "solutions" in code.co_names:
+                if _names_solutions(code, function.__globals__):
                     return f"{where} refers to attnkit.solutions"
                 copied = references.get(fingerprint(code))
                 if copied is not None:
