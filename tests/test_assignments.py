@@ -1,0 +1,173 @@
+"""The graded assignments: the committed release matches its source, the source passes its own tests,
+the blank release fails them, nothing secret leaks into release/, and the example class is up to date.
+
+nbgrader runs as a subprocess of this Python (``sys.executable -m nbgrader``), with its bin/ folder
+first on PATH because nbgrader calls the ``alembic`` executable when it creates a gradebook.
+"""
+
+import filecmp
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ASSIGNMENTS = sorted(p.name for p in (ROOT / "source").iterdir() if p.is_dir())
+SOURCE = [ROOT / "source" / a / f"{a}.ipynb" for a in ASSIGNMENTS]
+RELEASE = [ROOT / "release" / a / f"{a}.ipynb" for a in ASSIGNMENTS]
+REGION = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS)\n(.*?)### END \1", re.S)
+SECRETS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "attnkit.solutions",
+           "hidden_checks", "Model answer", "Grading (")
+
+
+def nbgrader(*args, cwd=ROOT):
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    result = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env,
+                            capture_output=True, text=True, timeout=600)
+    return result.returncode, result.stdout + result.stderr
+
+
+def test_both_assignments_exist():
+    assert ASSIGNMENTS == ["ps1_learnable_pe", "ps2_relative_pe"]
+    assert all(path.is_file() for path in SOURCE + RELEASE)
+
+
+@pytest.mark.slow
+def test_release_matches_a_fresh_generation(tmp_path):
+    """Regenerate the student versions in a copy of the course; the committed release/ must equal them."""
+    shutil.copy2(ROOT / "nbgrader_config.py", tmp_path)
+    shutil.copytree(ROOT / "source", tmp_path / "source")
+    for assignment in ASSIGNMENTS:
+        code, log = nbgrader("generate_assignment", assignment, "--force", cwd=tmp_path)
+        assert code == 0, log
+    for assignment, committed in zip(ASSIGNMENTS, RELEASE):
+        fresh = tmp_path / "release" / assignment / committed.name
+        assert json.loads(committed.read_text()) == json.loads(fresh.read_text()), (
+            f"release/{assignment} is out of date: run `nbgrader generate_assignment {assignment} --force` "
+            f"from the repository root, then `python tests/fixtures/make_example_class.py`, and commit both")
+        others = {p.name for p in committed.parent.iterdir()} ^ {p.name for p in fresh.parent.iterdir()}
+        assert not others, f"release/{assignment} and a fresh generation hold different files: {others}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", SOURCE, ids=ASSIGNMENTS)
+def test_source_passes_its_tests(path):
+    """The instructor version, hidden tests included, earns full marks on every test cell."""
+    code, log = nbgrader("validate", str(path))
+    assert code == 0 and "Success! Your notebook passes all the tests." in log, log[-3000:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", RELEASE, ids=ASSIGNMENTS)
+def test_blank_release_fails_every_test(path):
+    """The student version as handed out must not earn full marks on any test cell."""
+    code, log = nbgrader("validate", "--invert", str(path))
+    assert code == 0 and "Success! The notebook does not pass any tests." in log, log[-3000:]
+
+
+@pytest.mark.parametrize("source, release", list(zip(SOURCE, RELEASE)), ids=ASSIGNMENTS)
+def test_no_solution_or_hidden_test_leaks_into_the_release(source, release):
+    text = release.read_text()
+    for secret in SECRETS:
+        assert secret not in text, f"{release.relative_to(ROOT)} contains {secret!r}"
+    released = "\n".join(cell.source for cell in nbformat.read(release, as_version=4).cells)
+    for cell in nbformat.read(source, as_version=4).cells:
+        for _, region in REGION.findall(cell.source):
+            for line in region.splitlines():
+                line = line.strip()
+                if len(line) >= 25 and not line.startswith("#"):
+                    assert line not in released, f"{release.relative_to(ROOT)} shows a hidden line: {line}"
+
+
+@pytest.mark.parametrize("path", RELEASE, ids=ASSIGNMENTS)
+def test_release_has_no_outputs_and_the_python3_kernel(path):
+    notebook = nbformat.read(path, as_version=4)
+    assert notebook.metadata.kernelspec.name == "python3"
+    assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code")
+
+
+STUBS = """
+class LearnablePositionalEncoding:
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError
+class RelativeMultiHeadAttention(LearnablePositionalEncoding):
+    pass
+def relative_position_index(*args):
+    raise NotImplementedError
+skew = causal_relative_attention = causal_relative_attention_naive = relative_position_index
+"""
+
+
+@pytest.mark.parametrize("path", SOURCE, ids=ASSIGNMENTS)
+def test_test_cells_follow_the_house_rules(path, capsys):
+    """Every autograded cell starts with a one-line docstring, ends in its score, and its checks, visible
+    and hidden, add up to its points: run against answers that all raise, every check runs and fails."""
+    cells = nbformat.read(path, as_version=4).cells
+    setup = next(c.source for c in cells if c.metadata.get("nbgrader", {}).get("grade_id") == "setup")
+    for cell in cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if not meta.get("grade") or cell.cell_type != "code":
+            continue
+        lines = cell.source.splitlines()
+        assert lines[0].startswith('"""') and lines[0].endswith('"""'), f"{meta['grade_id']}: docstring first"
+        assert f"checks = Checks(points={meta['points']:g})" in cell.source, meta["grade_id"]
+        assert lines[-1] == "checks.score()", f"{meta['grade_id']}: the last line must be checks.score()"
+        assert "assert " not in cell.source, f"{meta['grade_id']}: explain failures instead of asserting"
+        namespace = {"__name__": "__main__"}
+        exec(compile(setup.replace("torch.set_num_threads(1)", ""), "/tmp/ipykernel_0/setup.py", "exec"), namespace)
+        exec(compile(STUBS, "/tmp/ipykernel_0/answers.py", "exec"), namespace)
+        exec(compile(cell.source, "/tmp/ipykernel_0/test.py", "exec"), namespace)
+        checks = namespace["checks"]
+        assert sum(points for _, points, _ in checks.results) == meta["points"], meta["grade_id"]
+        assert all(message for _, _, message in checks.results) and checks.score() == 0.0, meta["grade_id"]
+        assert capsys.readouterr().err == ""
+
+
+def load_fixture_generator():
+    spec = importlib.util.spec_from_file_location("make_example_class",
+                                                  ROOT / "tests" / "fixtures" / "make_example_class.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_example_class_is_up_to_date(tmp_path):
+    """The committed submissions are what the generator makes from today's release/ and source/."""
+    generator = load_fixture_generator()
+    generator.write_class(tmp_path)
+    committed = ROOT / "tests" / "fixtures" / "example_class"
+    mismatch = []
+    for fresh in sorted(tmp_path.rglob("*")):
+        if fresh.is_file():
+            relative = fresh.relative_to(tmp_path)
+            if not (committed / relative).is_file() or not filecmp.cmp(fresh, committed / relative, shallow=False):
+                mismatch.append(str(relative))
+    extra = [str(p.relative_to(committed)) for p in committed.rglob("*.ipynb")
+             if not (tmp_path / p.relative_to(committed)).is_file()]
+    assert not mismatch and not extra, (
+        f"run `python tests/fixtures/make_example_class.py` and commit: differs {mismatch}, extra {extra}")
+
+
+def test_expected_scores_cover_every_autograded_cell():
+    generator = load_fixture_generator()
+    expected = json.loads((ROOT / "tests" / "fixtures" / "example_class" / "expected_scores.json").read_text())
+    for assignment, source in zip(ASSIGNMENTS, SOURCE):
+        cells = {c.metadata.nbgrader["grade_id"]: c.metadata.nbgrader["points"]
+                 for c in nbformat.read(source, as_version=4).cells
+                 if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"}
+        for student, assignments in expected.items():
+            if assignment not in assignments:
+                continue
+            scores = {k: v for k, v in assignments[assignment].items() if k != "reason"}
+            assert set(scores) == set(cells), (student, assignment)
+            assert all(0 <= scores[k] <= cells[k] for k in cells), (student, assignment)
+    assert expected["ref_solution"] == {a: {k: float(v) for k, v in generator.EXPECTED["ref_solution"][a].items()}
+                                        for a in ASSIGNMENTS}
+    assert all(v == 0 for a in ASSIGNMENTS for k, v in expected["blank"][a].items() if k != "reason")
