@@ -6,6 +6,7 @@ every score against tests/fixtures/example_class/expected_scores.json.
 """
 
 import copy
+import csv
 import hashlib
 import json
 import shutil
@@ -15,7 +16,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from attnkit.grading import Course, Issue, Job, Outcome, check_submission, grade, release
+from attnkit.grading import Course, Job, Outcome, check_submission, demo, grade, release
 from attnkit.grading.autograder import Autograder, execution_issues, nbgrader_failure
 from attnkit.grading.cli import main
 from attnkit.grading.pipeline import read_roster
@@ -138,6 +139,21 @@ def test_precheck_accepts_read_only_cells_as_in_the_instructors_source(tmp_path,
     assert check_submission(submission, released, tmp_path / "source" / "toy") == []
     [(reason, fatal)] = reasons(check_submission(submission, released))
     assert not fatal and "'test_square' was edited" in reason
+
+
+def test_precheck_remarks_on_untouched_answers_and_on_the_reference_solutions(tmp_path, released):
+    untouched = tmp_path / "gil" / "toy"
+    write_notebook(untouched, "toy.ipynb", nbformat.read(released / "toy.ipynb", as_version=4))
+    assert reasons(check_submission(untouched, released)) == [
+        ("toy.ipynb: no answer changed since the release (nothing attempted?)", False)]
+    notebook = toy_notebook()
+    notebook.cells[2].source = "from attnkit.solutions import square"
+    notebook.cells.append(new_code_cell("import importlib\nimportlib.import_module('attnkit.solutions')"))
+    copier = tmp_path / "hal" / "toy"
+    write_notebook(copier, "toy.ipynb", notebook)
+    assert reasons(check_submission(copier, released)) == [
+        ("toy.ipynb: cell 'square' uses the reference solutions (attnkit.solutions)", False),
+        ("toy.ipynb: cell 5 uses the reference solutions (attnkit.solutions)", False)]
 
 
 def test_precheck_needs_a_released_notebook(tmp_path):
@@ -276,3 +292,139 @@ def test_pipeline_sorts_submissions_and_reports_with_any_autograder(toy_course, 
     assert sorted(p.name for p in run.reports.values()) == [
         "cells.csv", "grades.csv", "report.json", "scores.png", "table.txt"]
     assert "bo / toy [rejected]: toy.ipynb is not valid JSON" in run.text()
+
+
+# --- the example class, graded once per session: slow ---------------------------------------------------------
+
+# What the pipeline must say about each submission that expected_scores.json explains with a "reason".
+REPORTED = {
+    ("blank", "ps1_learnable_pe"): "no answer changed since the release",
+    ("blank", "ps2_relative_pe"): "no answer changed since the release",
+    ("broken_json", "ps1_learnable_pe"): "is not valid JSON",
+    ("cheat_exec", "ps1_learnable_pe"): "uses the reference solutions",
+    ("cheat_import", "ps2_relative_pe"): "uses the reference solutions",
+    ("deleted_test_cell", "ps1_learnable_pe"): "test cell 'test_pe_forward' was deleted",
+    ("import_error", "ps2_relative_pe"): "raised ModuleNotFoundError: No module named 'not_a_module'",
+    ("infinite_loop", "ps1_learnable_pe"): "ran over the 30 s limit and was interrupted",
+}
+# Re-graded to prove idempotence: one of each kind (a cheap subset: every autograde costs seconds).
+REGRADED = ["broken_json", "deleted_test_cell", "import_error", "partial"]
+
+
+def file_hashes(folder):
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def expected():
+    if not EXPECTED.is_file():
+        pytest.fail(f"{EXPECTED.relative_to(ROOT)} is missing: the example class has no expected scores")
+    return json.loads(EXPECTED.read_text())
+
+
+@pytest.fixture(scope="module")
+def example_course(tmp_path_factory):
+    """A temporary copy of the course: config, source/, release/ and the example class."""
+    root = tmp_path_factory.mktemp("kit")
+    shutil.copy2(ROOT / "nbgrader_config.py", root)
+    for folder in ("source", "release"):
+        shutil.copytree(ROOT / folder, root / folder)
+    shutil.copytree(EXAMPLE, root / "tests" / "fixtures" / "example_class")
+    return root
+
+
+@pytest.fixture(scope="module")
+def graded(example_course, expected):
+    """(run, hashes of the submissions before, after): `attnkit demo` on the copy, once."""
+    submissions = example_course / "tests" / "fixtures" / "example_class"
+    before = file_hashes(submissions)
+    run = demo(example_course)
+    return run, before, file_hashes(submissions)
+
+
+@pytest.mark.slow
+def test_every_score_matches_the_expected_points(graded, expected):
+    run, _, _ = graded
+    wrong = {(student, assignment, grade_id): (run.table.points[student, assignment].get(grade_id), points)
+             for student, assignments in expected.items() for assignment, cells in assignments.items()
+             for grade_id, points in cells.items()
+             if grade_id != "reason" and run.table.points[student, assignment].get(grade_id) != points}
+    assert not wrong, f"(student, assignment, cell): (scored, expected): {wrong}"
+
+
+@pytest.mark.slow
+def test_every_bad_submission_is_reported_by_name_with_its_reason(graded, expected):
+    run, _, _ = graded
+    explained = {(s, a) for s, assignments in expected.items() for a, cells in assignments.items()
+                 if "reason" in cells}
+    assert explained == set(REPORTED), "expected_scores.json explains other submissions than this test"
+    text = run.text()
+    for (student, assignment), reason in REPORTED.items():
+        record = run.submissions[student, assignment]
+        assert any(reason in issue for issue in record.issues), (student, assignment, record.issues)
+        assert f"{student} / {assignment} [{record.status}]" in text and reason in text
+    assert run.submissions["ref_solution", "ps1_learnable_pe"].issues == []
+    assert run.submissions["ref_solution", "ps2_relative_pe"].issues == []
+
+
+@pytest.mark.slow
+def test_the_batch_completes_despite_bad_submissions(graded, expected):
+    run, _, _ = graded
+    handed_in = {(s, a) for s, assignments in expected.items() for a in assignments}
+    statuses = {key: record.status for key, record in run.submissions.items()}
+    assert {k for k, status in statuses.items() if status != "missing"} == handed_in
+    assert {k for k, status in statuses.items() if status == "rejected"} == {("broken_json", "ps1_learnable_pe")}
+    assert {k for k, status in statuses.items() if status == "graded"} == handed_in - {
+        ("broken_json", "ps1_learnable_pe")}
+
+
+@pytest.mark.slow
+def test_the_submissions_are_only_read(graded):
+    _, before, after = graded
+    assert before == after
+    assert before == file_hashes(EXAMPLE), "the copy differs from the repository's example class"
+
+
+@pytest.mark.slow
+def test_feedback_html_for_every_graded_submission(graded, example_course):
+    run, _, _ = graded
+    graded_keys = [k for k, record in run.submissions.items() if record.status == "graded"]
+    for student, assignment in graded_keys:
+        page = example_course / "feedback" / student / assignment / f"{assignment}.html"
+        assert page.is_file() and "<html" in page.read_text()[:500].lower(), page
+    assert not (example_course / "feedback" / "broken_json" / "ps1_learnable_pe").exists()
+
+
+@pytest.mark.slow
+def test_reports_csv_histogram_and_table(graded, expected):
+    run, _, _ = graded
+    students = read_roster(EXAMPLE / "students.csv")
+    with open(run.reports["grades.csv"], newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert sorted((r["student_id"], r["assignment"]) for r in rows) == sorted(
+        (s, a) for s in students for a in run.assignments)
+    totals = {(r["student_id"], r["assignment"]): float(r["score"]) for r in rows}
+    assert totals["ref_solution", "ps2_relative_pe"] == run.table.total("ref_solution", "ps2_relative_pe")
+    with open(run.reports["cells.csv"], newline="") as handle:
+        cells = {(r["student"], r["assignment"], r["grade_id"]): float(r["points"]) for r in csv.DictReader(handle)}
+    assert cells["partial", "ps1_learnable_pe", "test_pe_forward"] == expected["partial"]["ps1_learnable_pe"][
+        "test_pe_forward"]
+    assert run.reports["scores.png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table = run.reports["table.txt"].read_text()
+    assert "test_rel_attention" in table and "bug_skew_reversed" in table
+
+
+@pytest.mark.slow
+def test_grading_again_gives_the_same_table(graded, example_course, tmp_path):
+    """Re-grade a subset of one of each kind (no class list, so nobody else is touched): same everything."""
+    first, _, _ = graded
+    subset = tmp_path / "subset"
+    for student in REGRADED:
+        shutil.copytree(example_course / "tests" / "fixtures" / "example_class" / student, subset / student)
+    again = grade(example_course, [], subset, reports_dir=tmp_path / "reports")
+    for key, record in again.submissions.items():
+        if key[0] in REGRADED and record.status != "missing":
+            assert again.table.points[key] == first.table.points[key], key
+            assert (record.status, record.issues) == (first.submissions[key].status, first.submissions[key].issues)
+    assert Course(example_course).assignments() == first.assignments

@@ -16,6 +16,7 @@ import warnings
 from dataclasses import dataclass, field
 
 import nbformat
+from nbformat.warnings import MissingIDFieldWarning
 from sqlalchemy.exc import SAWarning
 
 from .precheck import first_line
@@ -65,6 +66,8 @@ class NbgraderAutograder(Autograder):
         with warnings.catch_warnings():
             # nbgrader 0.9.6 + SQLAlchemy 2 warn (harmlessly) when a submission is first created
             warnings.filterwarnings("ignore", "Object of type .* not in session", SAWarning)
+            # ... and re-add a deleted test cell (add_missing_cells) without a cell id
+            warnings.filterwarnings("ignore", category=MissingIDFieldWarning)
             result = self.api.autograde(job.assignment, job.student, force=True, create=True)
         seconds = time.perf_counter() - start
         log = result.get("log", "") + result.get("error", "")

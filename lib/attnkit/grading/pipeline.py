@@ -76,9 +76,14 @@ class GradingRun:
         parts = [f"{a}\n{format_table(self.table, a, self.statuses(a))}" for a in self.assignments]
         if self.table.review:
             parts.append("* awaits a manual grade (formgrader)")
-        problems = [f"  {s.student} / {s.assignment} [{s.status}]: {'; '.join(s.issues)}" for s in self.bad()]
+        problems = [f"  {s.student} / {s.assignment} [{s.status}]: {'; '.join(s.issues)}"
+                    for s in self.bad() if s.status != "missing"]
         if problems:
             parts.append("Problems:\n" + "\n".join(problems))
+        missing = [f"  {a}: {', '.join(s for s, status in sorted(self.statuses(a).items()) if status == 'missing')}"
+                   for a in self.assignments if "missing" in self.statuses(a).values()]
+        if missing:
+            parts.append("Nothing handed in:\n" + "\n".join(missing))
         if self.warnings:
             parts.append("Warnings:\n" + "\n".join(f"  {w}" for w in self.warnings))
         return "\n\n".join(parts)
@@ -206,7 +211,8 @@ def place(course, submissions, student, assignment, released):
         record.status = "rejected" if any(issue.fatal for issue in issues) else "pending"
     if record.status != "pending":
         forget(course, assignment, student)
-        log.warning("%s / %s %s: %s", student, assignment, record.status, "; ".join(record.issues))
+    if record.status == "rejected":
+        log.warning("%s / %s rejected: %s", student, assignment, "; ".join(record.issues))
     return record
 
 

@@ -13,6 +13,8 @@ import nbformat
 
 # Files a student's tools leave behind; never worth a remark.
 NOISE = {".ipynb_checkpoints", "__pycache__", ".DS_Store", "timestamp.txt"}
+# The kit's reference solutions: student code that names them is worth the instructor's look.
+REFERENCE_MODULES = ("attnkit.solutions", "attnkit/solutions")
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,8 @@ def check_notebook(path, versions):
     if problem:
         return [Issue(problem, fatal=True)]
     originals = [nbformat.read(version, as_version=4) for version in versions]
-    return [Issue(reason) for reason in cell_changes(notebook, originals, path.name)]
+    remarks = cell_changes(notebook, originals, path.name) + answer_remarks(notebook, originals[0], path.name)
+    return [Issue(reason) for reason in remarks]
 
 
 def missing_notebook(path):
@@ -111,6 +114,23 @@ def cell_changes(notebook, originals, name):
         elif meta.get("locked") and all(submitted[grade_id].source != v.get(grade_id, cell).source
                                         for v in versions):
             remarks.append(f"{name}: read-only cell '{grade_id}' was edited (nbgrader grades the original)")
+    return remarks
+
+
+def answer_remarks(notebook, released, name):
+    """Remarks on the answers: none changed since the release, or code naming the reference solutions."""
+    original = nbgrader_cells(released)
+    submitted = nbgrader_cells(notebook)
+    answers = [g for g, cell in original.items() if cell.metadata["nbgrader"].get("solution")]
+    remarks = []
+    if answers and all(g in submitted and submitted[g].source == original[g].source for g in answers):
+        remarks.append(f"{name}: no answer changed since the release (nothing attempted?)")
+    for number, cell in enumerate(notebook.cells, start=1):
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        locked = grade_id in original and original[grade_id].metadata["nbgrader"].get("locked")
+        if cell.cell_type == "code" and not locked and any(m in cell.source for m in REFERENCE_MODULES):
+            label = f"'{grade_id}'" if grade_id else f"{number}"
+            remarks.append(f"{name}: cell {label} uses the reference solutions ({REFERENCE_MODULES[0]})")
     return remarks
 
 
