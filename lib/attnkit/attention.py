@@ -97,6 +97,7 @@ class MultiHeadAttention(nn.Module):
     With ``need_weights=True`` the forward pass runs the explicit softmax and keeps the per-head
     weights in ``attention_weights`` (batch, num_heads, num_queries, num_keys); otherwise it runs
     PyTorch's fused ``scaled_dot_product_attention`` and keeps none (``attention_weights`` is None).
+    To count FLOPs use ``need_weights=True``: ``torch.utils.flop_counter`` does not see the fused CPU kernel.
     """
 
     def __init__(self, num_hiddens, num_heads, dropout=0.0, bias=False):
