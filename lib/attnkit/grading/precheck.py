@@ -84,7 +84,7 @@ def read_notebook(path):
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
-        return None, f"{name} is not valid JSON ({error.msg} at line {error.lineno}, column {error.colno})"
+        return None, f"{name} is not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
         return None, f"{name} is JSON but not a notebook (no list of cells)"
     if data.get("nbformat") != 4:
