@@ -12,6 +12,7 @@ the example class as submissions, so the repository is never written and no run 
 Not a test: timings depend on the machine and on what else runs on it.
 """
 
+import logging
 import shutil
 import subprocess
 import sys
@@ -77,6 +78,7 @@ def nbgrader(root, *args):
 
 
 def main():
+    logging.getLogger("attnkit").setLevel(logging.ERROR)   # the pipeline's progress lines are not figures
     use_venv_tools()
     example = ROOT / EXAMPLE_CLASS
     students_csv = example / "students.csv"

@@ -20,7 +20,7 @@ from .release import NbgraderError, drift, release
 
 def parser():
     top = argparse.ArgumentParser(prog="attnkit", description="Grading pipeline of the attention course kit.")
-    top.add_argument("--root", type=Path, default=None,
+    top.add_argument("--root", type=Path, default=None, metavar="DIR",
                      help="course folder holding nbgrader_config.py (default: current folder; "
                           "for demo: the kit's repository)")
     top.add_argument("-q", "--quiet", action="store_true", help="no progress lines, only the results")
@@ -33,12 +33,13 @@ def parser():
 
     run = commands.add_parser("grade", help="enrol, pre-check, autograde, feedback, export and report")
     run.add_argument("assignments", nargs="+", metavar="ASSIGNMENT")
-    run.add_argument("--submissions", type=Path, required=True, help="folder of STUDENT/ASSIGNMENT/ folders")
-    run.add_argument("--students", type=Path, help="class list CSV with an 'id' column (nbgrader's format)")
-    run.add_argument("--reports", type=Path, help="where the reports go (default: COURSE/grades)")
+    run.add_argument("--submissions", type=Path, required=True, metavar="DIR",
+                     help="folder of STUDENT/ASSIGNMENT/ folders (only read)")
+    run.add_argument("--students", type=Path, metavar="CSV", help="class list CSV with an 'id' column (nbgrader's format)")
+    run.add_argument("--reports", type=Path, metavar="DIR", help="where the reports go (default: COURSE/grades)")
 
     example = commands.add_parser("demo", help="grade the example class (tests/fixtures/example_class)")
-    example.add_argument("--reports", type=Path, help="where the reports go (default: COURSE/grades)")
+    example.add_argument("--reports", type=Path, metavar="DIR", help="where the reports go (default: COURSE/grades)")
     return top
 
 

@@ -76,17 +76,22 @@ class GradingRun:
         parts = [f"{a}\n{format_table(self.table, a, self.statuses(a))}" for a in self.assignments]
         if self.table.review:
             parts.append("* awaits a manual grade (formgrader)")
-        problems = [f"  {s.student} / {s.assignment} [{s.status}]: {'; '.join(s.issues)}"
-                    for s in self.bad() if s.status != "missing"]
-        if problems:
-            parts.append("Problems:\n" + "\n".join(problems))
-        missing = [f"  {a}: {', '.join(s for s, status in sorted(self.statuses(a).items()) if status == 'missing')}"
-                   for a in self.assignments if "missing" in self.statuses(a).values()]
-        if missing:
-            parts.append("Nothing handed in:\n" + "\n".join(missing))
-        if self.warnings:
-            parts.append("Warnings:\n" + "\n".join(f"  {w}" for w in self.warnings))
+        sections = [("Problems", self.problem_lines()), ("Nothing handed in", self.missing_lines()),
+                    ("Warnings", [f"  {w}" for w in self.warnings])]
+        parts += [f"{title}:\n" + "\n".join(lines) for title, lines in sections if lines]
         return "\n\n".join(parts)
+
+    def problem_lines(self):
+        return [f"  {s.student} / {s.assignment} [{s.status}]: {'; '.join(s.issues)}"
+                for s in self.bad() if s.status != "missing"]
+
+    def missing_lines(self):
+        lines = []
+        for assignment in self.assignments:
+            missing = [s for s, status in sorted(self.statuses(assignment).items()) if status == "missing"]
+            if missing:
+                lines.append(f"  {assignment}: {', '.join(missing)}")
+        return lines
 
 
 def grade(course, assignments, submissions, students_csv=None, reports_dir=None, autograder=None):
@@ -102,13 +107,7 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
     roster = read_roster(students_csv) if students_csv else {}
     students = class_list(roster, submissions)
     reports_dir = Path(reports_dir) if reports_dir else course.root / "grades"
-    with tempfile.TemporaryDirectory(prefix="attnkit-grade-") as scratch:
-        warnings = sync_gradebook(course, assignments, Path(scratch))
-        enrol(course, roster, students)
-        warnings += [f"student folder '{s}' is not in {Path(students_csv).name}; graded anyway"
-                     for s in students if roster and s not in roster]
-        records = {(s, a): place(course, submissions, s, a, Path(scratch) / a)
-                   for a in assignments for s in students}
+    records, warnings = prepare(course, assignments, submissions, roster, students)
     jobs = [Job(r.assignment, r.student) for r in records.values() if r.status == "pending"]
     reset_automatic_scores(course, jobs)
     autograder = autograder or NbgraderAutograder(course)
@@ -120,6 +119,21 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
     run = GradingRun(assignments, records, table, {}, warnings)
     run.reports = write_reports(course, run, reports_dir)
     return run
+
+
+def prepare(course, assignments, submissions, roster, students):
+    """Steps 1-3: gradebook in sync, students enrolled, submissions copied and pre-checked.
+
+    Returns ({(student, assignment): Submission}, warnings); gradable submissions are 'pending'.
+    """
+    with tempfile.TemporaryDirectory(prefix="attnkit-grade-") as scratch:
+        warnings = sync_gradebook(course, assignments, Path(scratch))
+        enrol(course, roster, students)
+        warnings += [f"student folder '{s}' is not in the class list; graded anyway"
+                     for s in students if roster and s not in roster]
+        records = {(s, a): place(course, submissions, s, a, Path(scratch) / a)
+                   for a in assignments for s in students}
+    return records, warnings
 
 
 def demo(root=None, reports_dir=None, autograder=None):
