@@ -1,8 +1,9 @@
 """Look at a submission before grading it, without running nbgrader or any student code.
 
 A *fatal* issue means nbgrader cannot grade the submission at all (no notebook, not JSON, not a valid
-notebook): the pipeline skips it and reports the reason. Other issues are reported, and the submission is
-graded anyway (nbgrader restores edited locked cells, ignores extra files, copies missing data files).
+notebook): the pipeline skips it and reports the reason. Other issues are remarks for the instructor
+(a deleted test cell, an edited read-only cell, answers left as released, code naming the reference
+solutions, extra or missing files); the submission is graded anyway.
 """
 
 import json
