@@ -50,3 +50,15 @@ def check_valid_lens(valid_lens, batch_size, num_queries, num_keys, device=None)
             raise ValueError(f"valid_lens must lie in [0, num_keys={num_keys}], "
                              f"got values from {low} to {high}")
     return valid_lens
+
+
+def check_attention_inputs(queries, keys, values, num_hiddens, valid_lens=None):
+    """Validate multi-head attention inputs; return (batch, num_queries, num_keys, valid_lens as tensor)."""
+    for name, X in (("queries", queries), ("keys", keys), ("values", values)):
+        check_rank(name, X, 3, "(batch, length, num_hiddens)")
+        check_dim(name, X, 2, num_hiddens)
+        check_dim(name, X, 0, queries.shape[0])
+    check_dim("values", values, 1, keys.shape[1])
+    batch_size, num_queries, num_keys = queries.shape[0], queries.shape[1], keys.shape[1]
+    valid_lens = check_valid_lens(valid_lens, batch_size, num_queries, num_keys, queries.device)
+    return batch_size, num_queries, num_keys, valid_lens

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_dim, check_dropout, check_rank, check_valid_lens
+from ._checks import check_attention_inputs, check_dim, check_dropout, check_rank, check_valid_lens
 
 
 def attention_mask(num_queries, num_keys, valid_lens=None, causal=False, device=None):
@@ -116,13 +116,8 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, queries, keys, values, valid_lens=None, causal=False, need_weights=False):
         """(batch, q, num_hiddens), (batch, k, num_hiddens) x2 -> (batch, q, num_hiddens)."""
-        for name, X in (("queries", queries), ("keys", keys), ("values", values)):
-            check_rank(name, X, 3, "(batch, length, num_hiddens)")
-            check_dim(name, X, 2, self.num_hiddens)
-            check_dim(name, X, 0, queries.shape[0])
-        check_dim("values", values, 1, keys.shape[1])
-        batch_size, num_queries, num_keys = queries.shape[0], queries.shape[1], keys.shape[1]
-        valid_lens = check_valid_lens(valid_lens, batch_size, num_queries, num_keys, queries.device)
+        batch_size, num_queries, num_keys, valid_lens = check_attention_inputs(
+            queries, keys, values, self.num_hiddens, valid_lens)
 
         queries = transpose_qkv(self.W_q(queries), self.num_heads)    # (batch * num_heads, q, head_dim)
         keys = transpose_qkv(self.W_k(keys), self.num_heads)          # (batch * num_heads, k, head_dim)

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from attnkit import attention_mask
-from attnkit._checks import check_dim, check_dropout, check_rank, check_valid_lens
+from attnkit._checks import check_attention_inputs, check_dropout
 
 
 def relative_position_index(num_queries, num_keys, max_distance):
@@ -57,13 +57,8 @@ class RelativeMultiHeadAttention(nn.Module):
 
     def forward(self, queries, keys, values, valid_lens=None):
         """(batch, q, num_hiddens), (batch, k, num_hiddens) x2 -> (batch, q, num_hiddens)."""
-        for name, X in (("queries", queries), ("keys", keys), ("values", values)):
-            check_rank(name, X, 3, "(batch, length, num_hiddens)")
-            check_dim(name, X, 2, self.num_hiddens)
-            check_dim(name, X, 0, queries.shape[0])
-        check_dim("values", values, 1, keys.shape[1])
-        batch_size, num_queries, num_keys = queries.shape[0], queries.shape[1], keys.shape[1]
-        valid_lens = check_valid_lens(valid_lens, batch_size, num_queries, num_keys, queries.device)
+        batch_size, num_queries, num_keys, valid_lens = check_attention_inputs(
+            queries, keys, values, self.num_hiddens, valid_lens)
 
         q = self._heads(self.W_q(queries))                   # (batch, num_heads, q, head_dim)
         k = self._heads(self.W_k(keys))                      # (batch, num_heads, k, head_dim)
