@@ -1,0 +1,613 @@
+"""Run one submitted notebook inside the sandbox: its code cells in order in one namespace, then the probes.
+
+    python -m attnkit.grading.runner SCRATCH_DIR [--assignment NAME] [--probes MODULE] [--out DIR]
+        [--channel FD] [--cell-timeout SECONDS] [--cell-output BYTES] [--skip N,N,...]
+
+Reads SCRATCH_DIR/notebook.ipynb with plain ``json`` and tolerates anything (not JSON, no cells, cells of
+odd types); runs the code cells in order in one fresh namespace (``__name__ == "__main__"``), each under
+a timeout (SIGALRM), capturing its stdout and stderr up to a byte cap; then calls each probe of
+``PROBES[assignment]`` (from ``attnkit.grading.probes`` or --probes) on the inputs the trusted grader put
+in SCRATCH_DIR (see :mod:`attnkit.grading.exchange`). Writes OUT/outputs.npz and OUT/report.json
+(OUT defaults to SCRATCH_DIR/out). With --channel FD it also sends one progress line per cell and, at
+the end, both files over that pipe: in the sandbox nothing the parent reads is written to a host folder.
+
+No Jupyter: a plain interpreter starts much faster than a kernel. IPython syntax is handled minimally:
+a cell that is not valid Python has its ``%magic`` and ``!shell`` lines skipped (``%time``/``%%time``
+run their statement); matplotlib draws with Agg. A cell that raises is recorded and the next one runs,
+as in ``nbgrader autograde``.
+
+Nothing here trusts the notebook: the namespace, the objects probes get back, and everything the report
+says about them come from student code. The report is for reasons and remarks, never for points; points
+come from a trusted judge comparing the outputs with a reference on inputs the notebook could not choose.
+"""
+
+import argparse
+import ast
+import builtins
+import faulthandler
+import importlib
+import json
+import linecache
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from . import exchange
+
+NOTEBOOK = "notebook.ipynb"
+EXPECTED = "expected.json"          # optional, trusted: {"cells": {grade_id: cell_type}} of the release
+DEFAULT_PROBES = "attnkit.grading.probes"
+CELL_TIMEOUT = 30.0                 # seconds, as nbgrader_config.py sets for nbgrader
+CELL_OUTPUT = 20_000                # bytes kept of each of a cell's stdout and stderr
+MAX_NOTEBOOK_BYTES = 32 * 2**20
+STUCK_GRACE = 5.0                   # seconds a timed-out cell may take to give up before the process ends
+EXIT_STUCK = 70                     # exit status when a cell or probe ignored its timeout
+MEMORY_WORDS = ("can't allocate memory", "Cannot allocate memory", "bad_alloc", "out of memory")
+
+
+class CellTimeout(BaseException):
+    """Raised in the running cell when its time is up (BaseException: ``except Exception`` does not catch it)."""
+
+
+# --- reading the notebook ---------------------------------------------------------------------------------
+
+def read_cells(path):
+    """(cells, remarks, problem): the notebook's cells as dicts, remarks on odd cells, or why there are none.
+
+    Each cell: {"index", "cell_type", "source", "grade_id", "nbgrader"}; ``index`` counts from 1 over all
+    cells. ``problem`` is a one-line reason when the file cannot be used at all (then ``cells`` is empty).
+    """
+    path = Path(path)
+    name = path.name
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_NOTEBOOK_BYTES + 1)
+    except FileNotFoundError:
+        return [], [], f"{name} is missing"
+    except OSError as error:
+        return [], [], f"{name} cannot be read ({exchange.clip_message(error)})"
+    if len(data) > MAX_NOTEBOOK_BYTES:
+        return [], [], f"{name} is larger than {MAX_NOTEBOOK_BYTES // 2**20} MiB"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return [], [], f"{name} is not UTF-8 text (byte {error.start})"
+    if not text.strip():
+        return [], [], f"{name} is empty"
+    try:
+        notebook = json.loads(text)
+    except json.JSONDecodeError as error:
+        return [], [], f"{name} is not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
+    except RecursionError:
+        return [], [], f"{name} is JSON nested too deeply to read"
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        return [], [], f"{name} is JSON but not a notebook (no list of cells)"
+    cells, remarks = [], []
+    for index, cell in enumerate(notebook["cells"], start=1):
+        if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
+            remarks.append(f"cell {index} is not a notebook cell (no cell_type); ignored")
+            continue
+        source = cell.get("source", "")
+        if isinstance(source, list) and all(isinstance(line, str) for line in source):
+            source = "".join(source)
+        if not isinstance(source, str):
+            remarks.append(f"cell {index} has a source that is not text; ignored")
+            source = ""
+        metadata = cell.get("metadata")
+        nbgrader = metadata.get("nbgrader") if isinstance(metadata, dict) else None
+        nbgrader = nbgrader if isinstance(nbgrader, dict) else {}
+        grade_id = nbgrader.get("grade_id") if isinstance(nbgrader.get("grade_id"), str) else None
+        cells.append({"index": index, "cell_type": cell["cell_type"], "source": source,
+                      "grade_id": grade_id, "nbgrader": nbgrader})
+    return cells, remarks, None
+
+
+def structure_remarks(cells, expected=None):
+    """Remarks on duplicated, retyped and (given the release's {grade_id: cell_type}) deleted cells."""
+    remarks, seen = [], {}
+    for cell in cells:
+        if cell["grade_id"]:
+            seen.setdefault(cell["grade_id"], []).append(cell)
+    for grade_id, copies in seen.items():
+        if len(copies) > 1:
+            where = ", ".join(str(c["index"]) for c in copies)
+            remarks.append(f"cell '{grade_id}' appears {len(copies)} times (cells {where}): duplicated?")
+    for grade_id, copies in seen.items():
+        cell = copies[0]
+        meta = cell["nbgrader"]
+        wanted = (expected or {}).get(grade_id)
+        if wanted and cell["cell_type"] != wanted:
+            remarks.append(f"cell '{grade_id}' is a {cell['cell_type']} cell; the release has a {wanted} "
+                           f"cell: retyped?")
+        elif not wanted and meta.get("grade") and not meta.get("solution") and cell["cell_type"] != "code":
+            remarks.append(f"test cell '{grade_id}' is a {cell['cell_type']} cell, not code: retyped?")
+    for grade_id in expected or {}:
+        if grade_id not in seen:
+            remarks.append(f"cell '{grade_id}' of the release is missing: deleted?")
+    return remarks
+
+
+def expected_cells(notebook):
+    """{grade_id: cell_type} of a released notebook (a dict from json), for SCRATCH_DIR/expected.json."""
+    found = {}
+    for cell in notebook.get("cells", []):
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if grade_id:
+            found.setdefault(grade_id, cell.get("cell_type"))
+    return found
+
+
+def read_expected(scratch):
+    try:
+        expected = json.loads((Path(scratch) / EXPECTED).read_text(encoding="utf-8"))["cells"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return expected if isinstance(expected, dict) else None
+
+
+# --- turning a cell into Python ---------------------------------------------------------------------------
+
+def python_source(source):
+    """(code, notes): the cell as plain Python, or (None, notes) for a cell magic the grader does not run."""
+    try:
+        ast.parse(source)
+        return source, []
+    except SyntaxError:
+        pass                                  # maybe IPython syntax: magics are never valid Python
+    except ValueError:                         # source holding NUL bytes
+        return source, []
+    lines = source.splitlines()
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    notes = []
+    if first is not None and lines[first].lstrip().startswith("%%"):
+        magic = lines[first].lstrip()[2:].split(" ")[0]
+        if magic not in ("time", "capture"):
+            return None, [f"cell magic %%{magic} is not run by the grader"]
+        notes.append(f"ran the body of %%{magic}")
+        lines = lines[first + 1:]
+    kept = []
+    for line in lines:
+        stripped = line.lstrip()
+        indent = line[:len(line) - len(stripped)]
+        if stripped.startswith(("%time ", "%time\t")):
+            kept.append(indent + stripped[5:].lstrip())
+            notes.append("ran the statement of %time")
+        elif stripped.startswith(("%", "!")):
+            kept.append(indent + "pass")
+            notes.append(f"skipped {stripped.split()[0] if stripped.split() else stripped}")
+        else:
+            kept.append(line)
+    return "\n".join(kept), notes
+
+
+def compile_cell(source, filename):
+    """(body, last): code objects; ``last`` evaluates the final expression (its value is recorded) or None."""
+    tree = ast.parse(source, filename)
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = compile(ast.Expression(tree.body.pop().value), filename, "eval", dont_inherit=True)
+    body = compile(tree, filename, "exec", dont_inherit=True)
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    return body, last
+
+
+# --- capturing output ---------------------------------------------------------------------------------------
+
+class CappedStream:
+    """A text stream keeping the first ``cap`` bytes (UTF-8) written to it and counting the rest."""
+
+    encoding, errors = "utf-8", "replace"
+
+    def __init__(self, cap):
+        self.cap, self.parts, self.kept, self.total = cap, [], 0, 0
+
+    def write(self, text):
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        data = text.encode("utf-8", "replace")
+        self.total += len(data)
+        room = self.cap - self.kept
+        if room > 0:
+            self.parts.append(data[:room])
+            self.kept += min(room, len(data))
+        return len(text)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
+    def writable(self):
+        return True
+
+    @property
+    def truncated(self):
+        return self.total > self.kept
+
+    def text(self):
+        return b"".join(self.parts).decode("utf-8", "replace")
+
+
+# --- the watchdog: a step that ignores its timeout ends the process ---------------------------------------
+
+class Watchdog(threading.Thread):
+    """Ends the process (after telling the parent) when a step runs ``STUCK_GRACE`` s past its timeout."""
+
+    def __init__(self, say):
+        super().__init__(daemon=True, name="attnkit-watchdog")
+        self.say, self.deadline, self.step, self.wake = say, None, None, threading.Event()
+        self._exit = os._exit                 # bound now: student code may replace os._exit later
+
+    def arm(self, step, seconds):
+        self.step, self.deadline = step, time.monotonic() + seconds + STUCK_GRACE
+
+    def disarm(self):
+        self.deadline = None
+
+    def run(self):
+        while True:
+            self.wake.wait(0.25)
+            deadline, step = self.deadline, self.step
+            if deadline is not None and time.monotonic() > deadline:
+                self.say({"event": "stuck", "step": step})
+                self._exit(EXIT_STUCK)
+
+
+# --- the run ----------------------------------------------------------------------------------------------
+
+class Runner:
+    """One notebook's run: cells, then probes; ``report`` is what :meth:`run` returns and writes."""
+
+    def __init__(self, scratch, out=None, assignment=None, probes=DEFAULT_PROBES, cell_timeout=CELL_TIMEOUT,
+                 cell_output=CELL_OUTPUT, skip=(), channel=None, watchdog=False):
+        self.scratch = Path(scratch)
+        self.out = Path(out) if out else self.scratch / exchange.OUT_DIR
+        self.assignment, self.probes_module = assignment, probes
+        self.cell_timeout, self.cell_output, self.skip = cell_timeout, cell_output, set(skip)
+        self.channel = channel
+        self.watchdog = Watchdog(self.say) if watchdog else None
+        self.report = {"version": 1, "status": "ok", "reason": None, "remarks": [], "cells": [], "probes": {},
+                       "assignment": assignment, "limits": current_limits(cell_timeout, cell_output)}
+        self.outputs = {}
+
+    # Messages to the parent -------------------------------------------------------------------------------
+    def say(self, record):
+        if self.channel is None:
+            return
+        try:
+            exchange.send_file(self.channel, exchange.PROGRESS_JSONL, json.dumps(record).encode() + b"\n")
+        except (OSError, ValueError):
+            pass                               # the notebook closed or broke the pipe: its own loss
+
+    def run(self):
+        """Run everything, write report.json and outputs.npz into ``out`` (and the channel); return the report."""
+        start = time.perf_counter()
+        probes, probe_error = self.load_probes()
+        inputs = exchange.read_inputs(self.scratch)
+        cells, remarks, problem = read_cells(self.scratch / NOTEBOOK)
+        self.report["remarks"] = remarks + structure_remarks(cells, read_expected(self.scratch))
+        if problem:
+            self.report.update(status="invalid-notebook", reason=problem)
+        if self.watchdog:
+            self.watchdog.start()
+        with ProcessState(self.scratch):
+            namespace = {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
+            for cell in cells:
+                if cell["cell_type"] == "code" and cell["source"].strip():
+                    self.report["cells"].append(self.run_cell(cell, namespace))
+            self.run_probes(probes, probe_error, inputs, namespace, problem)
+        self.report["seconds"] = round(time.perf_counter() - start, 3)
+        if self.report["reason"] is None:
+            self.report["reason"] = summary(self.report)
+        self.write()
+        return self.report
+
+    def load_probes(self):
+        """(probes of the assignment, None) or ([], why not); done before any student code runs."""
+        if not self.assignment:
+            return [], None
+        try:
+            module = importlib.import_module(self.probes_module)
+            return list(getattr(module, "PROBES", {}).get(self.assignment, [])), None
+        except Exception as error:  # a broken or missing probes module is the course's fault: say so
+            return [], f"probes unavailable ({type(error).__name__}: {exchange.clip_message(error)})"
+
+    def run_cell(self, cell, namespace):
+        index, filename = cell["index"], f"<cell {cell['index']}>"
+        record = {"index": index, "grade_id": cell["grade_id"], "status": "ok"}
+        self.say({"event": "start", "cell": index, "grade_id": cell["grade_id"]})
+        code, notes = python_source(cell["source"])
+        if notes:
+            record["notes"] = notes
+        if index in self.skip or code is None:
+            record["status"] = "skipped"
+            self.say({"event": "done", "cell": record})
+            return record
+        stdout, stderr = CappedStream(self.cell_output), CappedStream(self.cell_output)
+        start = time.perf_counter()
+        try:
+            body, last = compile_cell(code, filename)
+        except (SyntaxError, ValueError) as error:
+            record.update(status="error", error=describe(error), line=getattr(error, "lineno", None))
+        else:
+            def execute():
+                exec(body, namespace)
+                if last is not None:
+                    result = eval(last, namespace)
+                    return None if result is None else exchange.clip_message(repr(result), 200)
+                return None
+
+            status, value = self.guarded(f"cell {index}", execute, filename, stdout, stderr)
+            record.update(status)
+            if value is not None:
+                record["result"] = value
+        record["seconds"] = round(time.perf_counter() - start, 4)
+        for name, stream in (("stdout", stdout), ("stderr", stderr)):
+            if stream.total:
+                record[name] = stream.text()
+            if stream.truncated:
+                record[f"{name}_bytes"] = stream.total
+        close_figures()
+        self.say({"event": "done", "cell": record})
+        return record
+
+    def guarded(self, step, function, filename, stdout, stderr):
+        """Call ``function()`` under the timeout with output captured: ({"status", ...}, its return value)."""
+        saved = sys.stdout, sys.stderr
+        status, value = {"status": "ok"}, None
+        try:
+            sys.stdout, sys.stderr = stdout, stderr
+            self.arm(step)
+            try:
+                value = function()
+            finally:
+                self.disarm()
+        except CellTimeout:
+            status = {"status": "timeout", "error": f"ran over the {self.cell_timeout:g} s limit and was interrupted"}
+        except BaseException as error:  # noqa: B036 -- SystemExit and KeyboardInterrupt are cell errors too
+            status = {"status": "error", "error": describe(error), "line": error_line(error, filename)}
+            if is_memory_error(error):
+                status["memory"] = True
+        finally:
+            sys.stdout, sys.stderr = saved
+            self.disarm()
+        return status, value
+
+    def arm(self, step):
+        if self.watchdog:
+            self.watchdog.arm(step, self.cell_timeout)
+        if self.cell_timeout and threading.current_thread() is threading.main_thread():
+            signal.setitimer(signal.ITIMER_REAL, self.cell_timeout)
+
+    def disarm(self):
+        if threading.current_thread() is threading.main_thread():
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        if self.watchdog:
+            self.watchdog.disarm()
+
+    def run_probes(self, probes, probe_error, inputs, namespace, problem):
+        if probe_error:
+            self.report["probe_error"] = probe_error
+        for probe in probes:
+            name = getattr(probe, "name", None)
+            if not isinstance(name, str) or not exchange.NAME.fullmatch(name):
+                self.report.setdefault("probe_error", f"probe with an unusable name {name!r} skipped")
+                continue
+            record = {"grade_id": getattr(probe, "grade_id", None)}
+            self.report["probes"][name] = record
+            if problem:
+                record.update(status="error", error=f"not run: {problem}")
+                continue
+            self.say({"event": "start", "probe": name})
+            entry = inputs.get(name, {})
+            arrays = {key: value.copy() for key, value in entry.get("arrays", {}).items()}
+            params = json.loads(json.dumps(entry.get("params", {})))   # a fresh copy for each probe
+            sink = CappedStream(0)                     # what student code prints during a probe is dropped
+            start = time.perf_counter()
+            status, result = self.guarded(f"probe {name}", lambda: probe.run(namespace, arrays, params),
+                                          None, sink, sink)
+            record["seconds"] = round(time.perf_counter() - start, 4)
+            if status["status"] == "ok":
+                try:
+                    self.outputs[name] = checked_outputs(result, name)
+                except (TypeError, ValueError) as error:
+                    status = {"status": "error", "error": describe(error)}
+            record.update(status)
+            if record["status"] == "ok":
+                record["keys"] = sorted(self.outputs[name])
+            self.say({"event": "done", "probe": name, "status": record["status"]})
+
+    def write(self):
+        """outputs.npz and report.json into ``out``; then both (and nothing else) over the channel."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        exchange.write_outputs(self.out, self.outputs)
+        text = json.dumps(self.report, indent=1, sort_keys=True, default=repr)
+        (self.out / exchange.REPORT_JSON).write_text(text + "\n", encoding="utf-8")
+        if self.channel is not None:
+            for name in (exchange.OUTPUTS_NPZ, exchange.REPORT_JSON):
+                try:
+                    exchange.send_file(self.channel, name, (self.out / name).read_bytes())
+                except OSError:
+                    pass
+
+
+def checked_outputs(result, probe):
+    """The probe's result {key: array} as plain arrays; TypeError/ValueError when it is anything else."""
+    if type(result) is not dict:
+        raise TypeError(f"probe {probe!r} returned {type(result).__name__}, not a dict of arrays")
+    checked = {}
+    for key, value in result.items():
+        exchange.check_name(key, f"probe {probe!r} output key")
+        checked[key] = exchange.check_array(value, f"probe {probe!r} output {key!r}")
+    return checked
+
+
+class ProcessState:
+    """Work in ``scratch`` with matplotlib on Agg and the grader's signal handlers; put everything back after."""
+
+    def __init__(self, scratch):
+        self.scratch = scratch
+
+    def __enter__(self):
+        self.saved = (os.getcwd(), list(sys.argv), sys.stdout, sys.stderr, sys.stdin,
+                      signal.getsignal(signal.SIGALRM), sys.getrecursionlimit(), os.environ.get("MPLBACKEND"))
+        os.environ["MPLBACKEND"] = "Agg"
+        if "matplotlib" in sys.modules:
+            sys.modules["matplotlib"].use("Agg", force=True)
+        os.chdir(self.scratch)
+        sys.argv = [""]
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGALRM, raise_timeout)
+        return self
+
+    def __exit__(self, *exc):
+        cwd, sys.argv, sys.stdout, sys.stderr, sys.stdin, alarm, limit, backend = self.saved
+        os.chdir(cwd)
+        if backend is None:                     # in-process runs (tests) must not leak it to later kernels
+            os.environ.pop("MPLBACKEND", None)
+        else:
+            os.environ["MPLBACKEND"] = backend
+        sys.setrecursionlimit(limit)
+        if threading.current_thread() is threading.main_thread():
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, alarm)
+        return False
+
+
+def raise_timeout(signum, frame):
+    raise CellTimeout()
+
+
+def describe(error):
+    """'TypeName: first line of the message' for an exception raised by untrusted code (never raises)."""
+    name = type(error).__name__
+    try:
+        message = exchange.clip_message(error)
+    except BaseException:  # noqa: B036 -- a hostile __str__ may raise anything
+        message = "<message could not be printed>"
+    if isinstance(error, SyntaxError) and error.lineno:
+        message = f"{error.msg} (line {error.lineno})"
+    return f"{name}: {message}" if message else name
+
+
+def error_line(error, filename):
+    """Line of the cell where ``error`` was raised (innermost frame of that cell), or None."""
+    line, tb = None, error.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def is_memory_error(error):
+    if isinstance(error, MemoryError):
+        return True
+    try:
+        text = str(error)
+    except BaseException:  # noqa: B036
+        return False
+    return any(word in text for word in MEMORY_WORDS)
+
+
+def close_figures():
+    """Close the notebook's figures after each cell, as the inline backend does (frees their memory)."""
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:
+        try:
+            pyplot.close("all")
+        except Exception:  # the notebook may have broken pyplot; only memory is at stake
+            pass
+
+
+def current_limits(cell_timeout, cell_output):
+    """The limits this process runs under, for the report (resource limits as the kernel enforces them)."""
+    limits = {"cell_timeout": cell_timeout, "cell_output": cell_output}
+    try:
+        import resource
+    except ImportError:
+        return limits
+    for name in ("AS", "CPU", "NPROC", "FSIZE", "NOFILE"):
+        soft = resource.getrlimit(getattr(resource, f"RLIMIT_{name}"))[0]
+        limits[name.lower()] = None if soft == resource.RLIM_INFINITY else soft
+    return limits
+
+
+def summary(report):
+    """One line naming the worst thing that happened in a run that ended normally, or None."""
+    limits = report.get("limits", {})
+    for cell in report["cells"]:
+        if cell["status"] == "timeout":
+            return f"cell {label(cell)} ran over the {limits.get('cell_timeout'):g} s limit and was interrupted"
+    for cell in report["cells"]:
+        if cell.get("memory"):
+            cap = limits.get("as")
+            limit = f" (limit {cap / 2**30:.3g} GiB)" if cap else ""
+            return f"cell {label(cell)} ran out of memory{limit}: {cell.get('error')}"
+    for cell in report["cells"]:
+        for name in ("stdout", "stderr"):
+            if f"{name}_bytes" in cell:
+                return (f"cell {label(cell)} wrote {cell[f'{name}_bytes']} bytes to {name}; only the first "
+                        f"{limits.get('cell_output')} were kept")
+    if report.get("probe_error"):
+        return report["probe_error"]
+    return report["remarks"][0] if report["remarks"] else None
+
+
+def label(cell):
+    return f"{cell['index']} ('{cell['grade_id']}')" if cell.get("grade_id") else str(cell["index"])
+
+
+# --- command line -------------------------------------------------------------------------------------------
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="python -m attnkit.grading.runner", description=__doc__.split("\n")[0])
+    parser.add_argument("scratch", help="folder holding notebook.ipynb and the probe inputs")
+    parser.add_argument("--assignment", help="run the probes of this assignment")
+    parser.add_argument("--probes", default=DEFAULT_PROBES, help="module defining PROBES (default: %(default)s)")
+    parser.add_argument("--out", help="where report.json and outputs.npz go (default: SCRATCH/out)")
+    parser.add_argument("--channel", type=int, help="file descriptor to send progress and the files on")
+    parser.add_argument("--cell-timeout", type=float, default=CELL_TIMEOUT, help="seconds per cell and probe")
+    parser.add_argument("--cell-output", type=int, default=CELL_OUTPUT, help="bytes kept of a cell's stdout/stderr")
+    parser.add_argument("--skip", default="", help="comma-separated cell numbers (from 1) not to run")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    """Run the notebook, then end the process at once (student threads and atexit hooks never run)."""
+    args = parse_args(argv)
+    faulthandler.enable(file=sys.__stderr__)        # a segfault prints which cell's line crashed
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # over the file-size limit: an OSError, not death
+    if args.channel is not None:
+        os.set_inheritable(args.channel, False)     # no subprocess of the notebook gets the pipe
+    skip = {int(n) for n in args.skip.split(",") if n.strip().isdigit()}
+    runner = Runner(args.scratch, args.out, args.assignment, args.probes, args.cell_timeout, args.cell_output,
+                    skip, args.channel, watchdog=True)
+    code = 0
+    try:
+        runner.run()
+    except BaseException as error:  # noqa: B036 -- the runner's own failure must still leave a report
+        code = 1
+        runner.report.update(status="runner-error", reason=f"the grader's runner failed: {describe(error)}")
+        try:
+            runner.write()
+        except BaseException:  # noqa: B036
+            pass
+    for stream in (sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,546 @@
+"""Run untrusted code (a student's notebook) in a bubblewrap sandbox with resource limits.
+
+What the sandboxed process sees: read-only /usr (and the /bin, /lib symlinks), a few files of /etc,
+the Python installation and virtual environment this process runs on (at their own paths), a staged
+PUBLIC copy of attnkit at /opt/attnkit (no attnkit.solutions, none of the nbgrader side of
+attnkit.grading; see :func:`stage_public_package`), the files of its scratch folder read-only under
+/scratch, and two size-capped tmpfs folders it may write: /scratch (its working folder and HOME) and
+/tmp. Not the repository, not the course folder, not the gradebook, not another submission, no
+network (own network namespace: loopback only), no other process (own PID namespace), no host file it
+could write: whatever it wants the grader to read it sends over a pipe (see
+:mod:`attnkit.grading.exchange`), and the parent writes those files into SCRATCH/out itself.
+
+Limits (see :class:`Limits`): address space (RLIMIT_AS) per process, CPU seconds (RLIMIT_CPU) per
+process, processes and threads (RLIMIT_NPROC), file size (RLIMIT_FSIZE), open files, no core dumps;
+the tmpfs sizes; bytes of stdout+stderr and of the pipe, counted by the parent, which kills the sandbox
+past them; and a wall clock, also the parent's. RLIMIT_NPROC is not enforced for real root, so when
+this process is root the command runs as an unprivileged uid: bwrap (as root, no user namespace, all
+capabilities dropped but the three setpriv needs) execs ``prlimit`` then ``setpriv``, which drops to
+``limits.uid`` with no capabilities, no supplementary groups and no_new_privs. Run as another user,
+bwrap makes a user namespace instead (unprivileged user namespaces must be enabled).
+
+Setup on Debian/Ubuntu: ``apt-get install -y bubblewrap`` (setpriv and prlimit come with util-linux).
+"""
+
+import ast
+import functools
+import json
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import exchange, runner
+
+GiB, MiB = 2**30, 2**20
+SCRATCH = "/scratch"                 # the scratch folder inside the sandbox
+PUBLIC = "/opt/attnkit"              # the staged public package inside the sandbox (on PYTHONPATH)
+CHANNEL = "{channel}"                # in an argv, replaced by the number of the pipe to the parent
+SETUP = "apt-get install -y bubblewrap"
+ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "alternatives", "fonts")
+SYSTEM_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+# Modules of attnkit.grading the sandbox needs; the rest drive nbgrader and the gradebook.
+SANDBOX_MODULES = ("exchange.py", "runner.py", "probes.py")
+FORBIDDEN_IMPORTS = ("attnkit.solutions", "nbgrader", "nbformat", "nbclient", "nbconvert", "sqlalchemy")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one sandboxed run (bytes, seconds, counts)."""
+
+    memory: int = 3 * GiB            # RLIMIT_AS of each process: torch + numpy + matplotlib take ~0.7 GiB
+    cpu_seconds: int = 300           # RLIMIT_CPU of each process: SIGXCPU, then SIGKILL 5 s later
+    wall_seconds: float = 300.0      # the whole run, enforced by the parent (kills the process tree)
+    processes: int = 64              # RLIMIT_NPROC of the sandbox uid: processes plus threads
+    file_size: int = 64 * MiB        # RLIMIT_FSIZE: the largest file it may write
+    open_files: int = 256            # RLIMIT_NOFILE
+    output: int = 1 * MiB            # stdout + stderr of the whole run; past it the run is stopped
+    channel: int = 160 * MiB         # bytes sent to the parent on the pipe; past it the run is stopped
+    scratch_size: int = 256 * MiB    # tmpfs of /scratch
+    tmp_size: int = 256 * MiB        # tmpfs of /tmp
+    threads: int = 1                 # OMP/MKL/OpenBLAS threads: the pool runs one sandbox per core
+    uid: int = 65534                 # give each concurrent sandbox its own uid (see worker_uid)
+
+
+def worker_uid(slot):
+    """A uid of its own for pool worker ``slot``: RLIMIT_NPROC counts every process of a uid together."""
+    return 61000 + int(slot)
+
+
+@dataclass
+class SandboxResult:
+    """How a sandboxed command ended. ``reason`` is one line when it did not end normally, else None."""
+
+    started: bool
+    exit_code: int = None            # the command's exit status (128 + N when signal N ended it)
+    signal: int = None               # that signal N, if any
+    timed_out: bool = False          # the parent's wall clock ran out and it killed the sandbox
+    output_exceeded: bool = False    # stdout + stderr went past limits.output; the sandbox was killed
+    channel_exceeded: bool = False
+    stdout: bytes = b""              # the first limits.output bytes
+    stderr: bytes = b""
+    files: dict = field(default_factory=dict)    # {name: bytes} the command sent on the pipe
+    channel_problem: str = None
+    seconds: float = 0.0
+    reason: str = None
+
+    @property
+    def ok(self):
+        return self.reason is None
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap is missing or cannot create a sandbox on this machine."""
+
+
+# --- is it there? ------------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def unavailable_reason():
+    """None when sandboxes work here, else one line saying why not and what to do."""
+    if not sys.platform.startswith("linux"):
+        return f"the grading sandbox needs Linux (bubblewrap); this is {sys.platform}"
+    missing = [tool for tool in ("bwrap", "prlimit") + (("setpriv",) if os.geteuid() == 0 else ())
+               if shutil.which(tool) is None]
+    if missing:
+        return (f"the grading sandbox needs {', '.join(missing)}: on Debian/Ubuntu run `{SETUP}` "
+                f"(bwrap is bubblewrap; prlimit and setpriv come with util-linux)")
+    probe = [shutil.which("bwrap"), *system_mounts(), *namespace_args(os.geteuid() == 0), "--", "true"]
+    try:
+        done = subprocess.run(probe, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"bubblewrap could not be run: {error}"
+    if done.returncode != 0:
+        detail = exchange.clip_message(done.stderr.decode("utf-8", "replace")) or f"exit status {done.returncode}"
+        return (f"bubblewrap cannot create a sandbox here ({detail}); it needs user namespaces when not run "
+                f"as root (sysctl kernel.unprivileged_userns_clone=1, or AppArmor's "
+                f"kernel.apparmor_restrict_unprivileged_userns=0)")
+    return None
+
+
+def available():
+    """True when bubblewrap works on this machine (see :func:`unavailable_reason` for why not)."""
+    return unavailable_reason() is None
+
+
+def check_available():
+    """Raise SandboxUnavailable with the reason and the fix when sandboxes cannot run here."""
+    reason = unavailable_reason()
+    if reason:
+        raise SandboxUnavailable(reason)
+
+
+# --- the public package --------------------------------------------------------------------------------------
+
+def stage_public_package(dest, source=None):
+    """Copy the public part of attnkit (``source``, default this installation) to ``dest``/attnkit.
+
+    Leaves out attnkit.solutions, every subpackage but grading, top-level modules importing nbgrader,
+    and of attnkit.grading all but :data:`SANDBOX_MODULES`, under a new ``__init__`` that imports
+    nothing. Raises RuntimeError when a staged module imports one of :data:`FORBIDDEN_IMPORTS` (e.g. a
+    probes module importing the reference solutions). Returns ``dest``, the folder to put on PYTHONPATH;
+    do it once per batch.
+    """
+    source = Path(source) if source else Path(__file__).resolve().parents[1]
+    dest = Path(dest)
+    target = dest / "attnkit"
+    if target.exists():
+        shutil.rmtree(target)
+    (target / "grading").mkdir(parents=True)
+    for path in sorted(source.glob("*.py")):
+        if not forbidden_imports(path):
+            shutil.copyfile(path, target / path.name)
+    (target / "grading" / "__init__.py").write_text(
+        '"""The part of the grading package that runs inside the sandbox (staged copy)."""\n', encoding="utf-8")
+    for name in SANDBOX_MODULES:
+        if (source / "grading" / name).is_file():
+            shutil.copyfile(source / "grading" / name, target / "grading" / name)
+    for path in sorted(target.rglob("*.py")):
+        bad = forbidden_imports(path)
+        if bad:
+            raise RuntimeError(f"source: staged module {path.relative_to(dest)} imports {', '.join(bad)}, "
+                               f"which must never reach the sandbox")
+        path.chmod(0o644)
+    for folder in (dest, target, target / "grading"):
+        folder.chmod(0o755)
+    return dest
+
+
+def forbidden_imports(path):
+    """Names from FORBIDDEN_IMPORTS that the module at ``path`` (inside an attnkit folder) imports."""
+    parts = Path(path).resolve().parts
+    top = len(parts) - 1 - parts[::-1].index("attnkit") if "attnkit" in parts else len(parts) - 1
+    package = list(parts[top:-1])                 # ['attnkit'] or ['attnkit', 'grading']
+    names = set()
+    for node in ast.walk(ast.parse(Path(path).read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(package[:len(package) - node.level + 1] + [node.module or ""]) if node.level \
+                else node.module or ""
+            names.add(base.strip("."))
+            names.update(f"{base.strip('.')}.{alias.name}" for alias in node.names)
+    return sorted({bad for bad in FORBIDDEN_IMPORTS for name in names if name == bad or name.startswith(bad + ".")})
+
+
+# --- the bwrap command ----------------------------------------------------------------------------------------
+
+def system_mounts():
+    """Read-only /usr, the /bin and /lib links (or folders) and the few /etc files programs need."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in SYSTEM_LINKS:
+        path = Path("/") / name
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            args += ["--ro-bind", str(path), str(path)]
+    args += ["--perms", "0755", "--dir", "/etc"]
+    for name in ETC_FILES:
+        if os.path.lexists(f"/etc/{name}"):
+            args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    return args + ["--dev", "/dev", "--proc", "/proc"]
+
+
+def namespace_args(as_root):
+    """Every namespace but the user one for root (so the uid drop below is real), all of them otherwise."""
+    common = ["--die-with-parent", "--new-session", "--hostname", "sandbox"]
+    if as_root:
+        return ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+                "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP", *common]
+    return ["--unshare-all", "--disable-userns", *common]
+
+
+class Sandbox:
+    """Runs commands in bubblewrap sandboxes that see ``public_dir`` (from stage_public_package) as /opt/attnkit."""
+
+    def __init__(self, public_dir, limits=None, python=None):
+        check_available()
+        self.public_dir = Path(public_dir).resolve()
+        if not (self.public_dir / "attnkit" / "__init__.py").is_file():
+            raise FileNotFoundError(f"public_dir: {self.public_dir} holds no attnkit package; "
+                                    f"make it with stage_public_package()")
+        if (self.public_dir / "attnkit" / "solutions").exists():
+            raise ValueError(f"public_dir: {self.public_dir} holds attnkit/solutions; stage it again")
+        self.limits = limits or Limits()
+        self.python = str(python or sys.executable)
+        self.as_root = os.geteuid() == 0
+        self.bwrap = shutil.which("bwrap")
+
+    def python_mounts(self):
+        """The interpreter's installation and virtual environment, read-only at their own paths."""
+        roots = {Path(sys.base_prefix).resolve(), Path(sys.prefix).absolute(),
+                 Path(os.path.realpath(self.python)).parent}
+        roots = sorted(r for r in roots if not any(p != r and p in r.parents for p in roots))
+        args, made = [], set()
+        for root in roots:
+            if root == Path("/usr") or Path("/usr") in root.parents:
+                continue
+            for parent in reversed(root.parents[:-1]):
+                if parent not in made:
+                    made.add(parent)
+                    args += ["--perms", "0755", "--dir", str(parent)]
+            args += ["--ro-bind", str(root), str(root)]
+        return args
+
+    def command(self, argv, scratch_dir, limits, channel_fd, status_fd):
+        """The full bwrap command line for ``argv`` (python -> this interpreter)."""
+        argv = [self.python if i == 0 and a == "python" else a.replace(CHANNEL, str(channel_fd))
+                for i, a in enumerate(argv)]
+        args = [self.bwrap, *system_mounts(), *self.python_mounts(),
+                "--perms", "0755", "--dir", "/opt", "--ro-bind", str(self.public_dir), PUBLIC,
+                "--perms", "01777", "--size", str(limits.tmp_size), "--tmpfs", "/tmp",
+                "--perms", "01777", "--size", str(limits.scratch_size), "--tmpfs", SCRATCH]
+        for entry in sorted(Path(scratch_dir).iterdir()):
+            if entry.name != exchange.OUT_DIR:
+                args += ["--ro-bind", str(entry.resolve()), f"{SCRATCH}/{entry.name}"]
+        args += [*namespace_args(self.as_root), "--chdir", SCRATCH, "--json-status-fd", str(status_fd),
+                 "--clearenv"]
+        for name, value in self.environment(limits, channel_fd).items():
+            args += ["--setenv", name, value]
+        if not self.as_root:
+            args += ["--uid", str(limits.uid), "--gid", str(limits.uid)]
+        args += ["--", *self.limit_prefix(limits)]
+        if self.as_root:
+            args += ["setpriv", f"--reuid={limits.uid}", f"--regid={limits.uid}", "--clear-groups",
+                     "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "--"]
+        return args + argv
+
+    def environment(self, limits, channel_fd):
+        threads = str(limits.threads)
+        return {"PATH": f"{Path(self.python).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": SCRATCH,
+                "USER": "student", "LOGNAME": "student", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
+                "PYTHONPATH": PUBLIC, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
+                "PYTHONNOUSERSITE": "1", "MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp/matplotlib",
+                "XDG_CACHE_HOME": "/tmp/cache", "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
+                "OPENBLAS_NUM_THREADS": threads, "MALLOC_ARENA_MAX": "2", "ATTNKIT_SANDBOX": "1",
+                "ATTNKIT_CHANNEL_FD": str(channel_fd)}
+
+    @staticmethod
+    def limit_prefix(limits):
+        """prlimit, run inside the sandbox: after bwrap made the user namespace (the counts start there)."""
+        return ["prlimit", f"--as={limits.memory}", f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 5}",
+                f"--nproc={limits.processes}", f"--fsize={limits.file_size}", f"--nofile={limits.open_files}",
+                "--core=0", "--"]
+
+    def run(self, argv, scratch_dir, limits=None):
+        """Run ``argv`` in a sandbox over ``scratch_dir``; returns a SandboxResult, never raises for the command.
+
+        ``argv[0] == "python"`` means this interpreter; the string "{channel}" in an argument becomes the
+        number of the pipe whose framed messages (exchange.send_file) end up in ``result.files``.
+        """
+        limits = limits or self.limits
+        scratch_dir = Path(scratch_dir)
+        for entry in scratch_dir.iterdir():            # the sandbox uid must be able to read them
+            entry.chmod(entry.stat().st_mode | (0o555 if entry.is_dir() else 0o444))
+        channel_r, channel_w = os.pipe()
+        status_r, status_w = os.pipe()
+        start = time.monotonic()
+        try:
+            process = subprocess.Popen(
+                self.command(argv, scratch_dir, limits, channel_w, status_w), stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(channel_w, status_w),
+                start_new_session=True, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+        except OSError as error:
+            for fd in (channel_r, channel_w, status_r, status_w):
+                os.close(fd)
+            return SandboxResult(False, reason=f"the sandbox could not start: {error}")
+        os.close(channel_w)
+        os.close(status_w)
+        return self.watch(process, channel_r, status_r, limits, start)
+
+    def watch(self, process, channel_r, status_r, limits, start):
+        """Collect output, pipe and status until the sandbox ends; kill it at a limit."""
+        streams = {process.stdout.fileno(): "stdout", process.stderr.fileno(): "stderr",
+                   channel_r: "channel", status_r: "status"}
+        data = {name: bytearray() for name in streams.values()}
+        result = SandboxResult(True)
+        selector = selectors.DefaultSelector()
+        for fd in streams:
+            os.set_blocking(fd, False)
+            selector.register(fd, selectors.EVENT_READ)
+        deadline, exited_at, status = start + limits.wall_seconds, None, None
+        while exited_at is None or selector.get_map():
+            now = time.monotonic()
+            if now > deadline and exited_at is None and not result.timed_out:
+                result.timed_out = True
+                kill_group(process)
+            if exited_at is None:
+                pid, status = os.waitpid(process.pid, os.WNOHANG)
+                exited_at = now if pid else None
+            elif now > exited_at + 2:
+                break                                  # a straggler holds a pipe open: stop listening
+            if not selector.get_map():
+                time.sleep(0.02)
+            for key, _ in selector.select(timeout=0.05) if selector.get_map() else ():
+                try:
+                    chunk = os.read(key.fd, 1 << 16)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    selector.unregister(key.fd)
+                    continue
+                name = streams[key.fd]
+                data[name] += chunk
+                if name in ("stdout", "stderr") and len(data["stdout"]) + len(data["stderr"]) > limits.output:
+                    result.output_exceeded = True
+                    selector.unregister(key.fd)
+                    kill_group(process)
+                elif name == "channel" and len(data["channel"]) > limits.channel:
+                    result.channel_exceeded = True
+                    selector.unregister(key.fd)
+                    kill_group(process)
+        selector.close()
+        for fd in (channel_r, status_r):
+            os.close(fd)
+        process.stdout.close()
+        process.stderr.close()
+        process.returncode = os.waitstatus_to_exitcode(status)
+        result.seconds = round(time.monotonic() - start, 3)
+        result.stdout, result.stderr = bytes(data["stdout"][:limits.output]), bytes(data["stderr"][:limits.output])
+        result.files, result.channel_problem = exchange.parse_channel(bytes(data["channel"][:limits.channel]))
+        settle(result, process.returncode, data["status"], limits)
+        return result
+
+
+def kill_group(process):
+    """SIGKILL bwrap's process group; the sandbox's own processes die with it (PID namespace, die-with-parent)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def settle(result, returncode, status, limits):
+    """Fill exit_code, signal, started and reason from bwrap's JSON status and exit status."""
+    events = {}
+    for line in bytes(status).decode("utf-8", "replace").replace("}{", "}\n{").splitlines():
+        try:
+            events.update(json.loads(line))
+        except ValueError:
+            continue
+    result.started = "child-pid" in events
+    code = events.get("exit-code")
+    if code is None and result.started and returncode is not None and returncode >= 0:
+        code = returncode
+    result.exit_code = code
+    if code is not None and code > 128:
+        result.signal = code - 128
+    result.reason = exit_reason(result, limits)
+
+
+SIGNAL_REASONS = {
+    signal.SIGSEGV: "crashed: segmentation fault (SIGSEGV)",
+    signal.SIGBUS: "crashed: bus error (SIGBUS)",
+    signal.SIGILL: "crashed: illegal instruction (SIGILL)",
+    signal.SIGFPE: "crashed: arithmetic error (SIGFPE)",
+    signal.SIGABRT: "aborted (SIGABRT), often an allocation refused under the memory limit",
+    signal.SIGXFSZ: "stopped: wrote a file over the size limit (SIGXFSZ)",
+}
+
+
+def exit_reason(result, limits):
+    """One line for a run that did not end with exit status 0, else None."""
+    if not result.started:
+        detail = exchange.clip_message(result.stderr.decode("utf-8", "replace")) or "no detail"
+        return f"the sandbox could not start: {detail}"
+    if result.timed_out:
+        return f"stopped at the wall-clock limit of {limits.wall_seconds:g} s (an endless loop, or a blocked process?)"
+    if result.output_exceeded:
+        return f"stopped: wrote more than {human(limits.output)} to stdout/stderr outside the captured cells"
+    if result.channel_exceeded:
+        return f"stopped: sent more than {human(limits.channel)} of results"
+    if result.exit_code == 0:
+        return None
+    if result.signal == signal.SIGXCPU:
+        return f"stopped at the CPU-time limit of {limits.cpu_seconds} s (SIGXCPU)"
+    if result.signal == signal.SIGKILL:
+        return (f"killed (SIGKILL): the CPU-time limit of {limits.cpu_seconds} s (hard limit +5 s), "
+                f"or the machine ran out of memory")
+    if result.signal in SIGNAL_REASONS:
+        return SIGNAL_REASONS[result.signal]
+    if result.signal:
+        return f"ended by signal {signal.Signals(result.signal).name}"
+    if result.exit_code is None:
+        return "ended without an exit status"
+    return f"ended with exit status {result.exit_code}"
+
+
+def human(nbytes):
+    return f"{nbytes / GiB:g} GiB" if nbytes >= GiB else f"{nbytes / MiB:g} MiB" if nbytes >= MiB else f"{nbytes} bytes"
+
+
+# --- one notebook, end to end --------------------------------------------------------------------------------
+
+@dataclass
+class NotebookRun:
+    """A notebook run in the sandbox: the runner's report (or one rebuilt from its progress), the reason."""
+
+    report: dict
+    reason: str
+    result: SandboxResult
+    out_dir: Path
+
+
+def run_notebook(sandbox, notebook, scratch_dir, assignment=None, inputs=None, limits=None, probes=None,
+                 expected=None, cell_timeout=runner.CELL_TIMEOUT, skip=()):
+    """Run ``notebook`` (a path) with the runner in ``sandbox``; files land in ``scratch_dir``/out.
+
+    ``inputs``: the probe inputs (exchange.write_inputs); ``expected``: the release's {grade_id: cell_type}
+    (runner.expected_cells) for remarks on deleted and retyped cells; ``probes``: a module other than
+    attnkit.grading.probes (it must be importable in the sandbox); ``skip``: cell numbers not to run.
+    """
+    scratch_dir = Path(scratch_dir)
+    scratch_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(notebook, scratch_dir / runner.NOTEBOOK)
+    if inputs is not None:
+        exchange.write_inputs(scratch_dir, inputs)
+    if expected is not None:
+        (scratch_dir / runner.EXPECTED).write_text(json.dumps({"cells": expected}), encoding="utf-8")
+    argv = ["python", "-m", "attnkit.grading.runner", SCRATCH, "--channel", CHANNEL,
+            "--cell-timeout", str(cell_timeout)]
+    if assignment:
+        argv += ["--assignment", assignment]
+    if probes:
+        argv += ["--probes", probes]
+    if skip:
+        argv += ["--skip", ",".join(str(n) for n in skip)]
+    limits = limits or sandbox.limits
+    result = sandbox.run(argv, scratch_dir, limits)
+    out_dir = scratch_dir / exchange.OUT_DIR
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.mkdir()
+    for name, data in result.files.items():
+        (out_dir / name).write_bytes(data)
+    report = exchange.read_report(out_dir) if exchange.REPORT_JSON in result.files else {}
+    progress = exchange.decode_jsonl(result.files.get(exchange.PROGRESS_JSONL, b""))
+    if not report:
+        report = partial_report(progress, assignment)
+    reason = combined_reason(result, report, progress, cell_timeout)
+    return NotebookRun(report, reason, result, out_dir)
+
+
+def partial_report(progress, assignment):
+    """What the progress messages say, for a run that ended before the runner wrote its report."""
+    cells = [event["cell"] for event in progress if event.get("event") == "done" and isinstance(event.get("cell"), dict)]
+    return {"version": 1, "status": "crashed", "reason": None, "remarks": [], "cells": cells, "probes": {},
+            "assignment": assignment}
+
+
+def current_step(progress):
+    """'cell 4 ('grade_id')' or 'probe NAME': what was running when the messages stopped, or None."""
+    step = None
+    for event in progress:
+        kind = event.get("event")
+        if kind == "stuck":
+            return str(event.get("step"))
+        if kind == "start":
+            if "probe" in event:
+                step = f"probe {event['probe']}"
+            else:
+                step = f"cell {event.get('cell')}" + (f" ('{event['grade_id']}')" if event.get("grade_id") else "")
+        elif kind == "done":
+            step = None
+    return step
+
+
+def combined_reason(result, report, progress, cell_timeout):
+    """One line: the sandbox's reason with the step it happened in, else the runner's own reason."""
+    step = current_step(progress)
+    stuck = any(event.get("event") == "stuck" for event in progress)
+    if stuck and result.exit_code == runner.EXIT_STUCK and not result.timed_out:
+        return f"{step} ran over the {cell_timeout:g} s limit and ignored the interrupt; the run was stopped"
+    if result.reason:
+        where = f" during {step}" if step else ""
+        if result.exit_code not in (None, 0) or result.timed_out or result.output_exceeded:
+            return f"{result.reason}{where}"
+        return result.reason
+    if report.get("status") == "crashed":
+        where = f" during {step}" if step else ""
+        return f"the run ended before the grader's report was written{where}"
+    reason = report.get("reason")
+    return exchange.clip_message(reason) if isinstance(reason, str) else None
+
+
+@functools.lru_cache(maxsize=None)
+def default_public_dir():
+    """A staged public package in a temporary folder, made once per process (for run_sandboxed)."""
+    folder = tempfile.mkdtemp(prefix="attnkit-public-")
+    os.chmod(folder, 0o755)
+    return stage_public_package(folder)
+
+
+def run_sandboxed(argv, scratch_dir, limits=None, public_dir=None):
+    """Run ``argv`` in a sandbox over ``scratch_dir`` with ``limits`` (see :meth:`Sandbox.run`)."""
+    return Sandbox(public_dir or default_public_dir(), limits).run(argv, scratch_dir, limits)
+
+
+__all__ = ["Limits", "NotebookRun", "Sandbox", "SandboxResult", "SandboxUnavailable", "available",
+           "check_available", "run_notebook", "run_sandboxed", "stage_public_package", "unavailable_reason",
+           "worker_uid"]
