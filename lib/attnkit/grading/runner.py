@@ -239,15 +239,15 @@ class CappedStream:
 # --- the watchdog: a step that ignores its timeout ends the process ---------------------------------------
 
 class Watchdog(threading.Thread):
-    """Ends the process (after telling the parent) when a step runs ``STUCK_GRACE`` s past its timeout."""
+    """Ends the process (after telling the parent) when a step runs ``grace`` s past its timeout."""
 
-    def __init__(self, say):
+    def __init__(self, say, grace=STUCK_GRACE):
         super().__init__(daemon=True, name="attnkit-watchdog")
-        self.say, self.deadline, self.step, self.wake = say, None, None, threading.Event()
+        self.say, self.grace, self.deadline, self.step, self.wake = say, grace, None, None, threading.Event()
         self._exit = os._exit                 # bound now: student code may replace os._exit later
 
     def arm(self, step, seconds):
-        self.step, self.deadline = step, time.monotonic() + seconds + STUCK_GRACE
+        self.step, self.deadline = step, time.monotonic() + seconds + self.grace
 
     def disarm(self):
         self.deadline = None
@@ -264,23 +264,29 @@ class Watchdog(threading.Thread):
 # --- the run ----------------------------------------------------------------------------------------------
 
 class Runner:
-    """One notebook's run: cells, then probes; ``report`` is what :meth:`run` returns and writes."""
+    """One notebook's run: cells, then probes; ``report`` is what :meth:`run` returns and writes.
+
+    ``grace``: seconds a step may run past its timeout before a watchdog thread ends the process
+    (None: no watchdog, for in-process runs); ``channel``: a pipe's file descriptor to the parent.
+    """
 
     def __init__(self, scratch, out=None, assignment=None, probes=DEFAULT_PROBES, cell_timeout=CELL_TIMEOUT,
-                 cell_output=CELL_OUTPUT, skip=(), channel=None, watchdog=False):
+                 cell_output=CELL_OUTPUT, skip=(), channel=None, grace=None):
         self.scratch = Path(scratch)
         self.out = Path(out) if out else self.scratch / exchange.OUT_DIR
         self.assignment, self.probes_module = assignment, probes
         self.cell_timeout, self.cell_output, self.skip = cell_timeout, cell_output, set(skip)
         self.channel = channel
-        self.watchdog = Watchdog(self.say) if watchdog else None
+        # The watchdog ends the whole process: only for the command line, never for an in-process run.
+        self.watchdog = Watchdog(self.say, grace) if grace is not None else None
+        self.pid = os.getpid()                 # a process the notebook forked must not speak for it
         self.report = {"version": 1, "status": "ok", "reason": None, "remarks": [], "cells": [], "probes": {},
                        "assignment": assignment, "limits": current_limits(cell_timeout, cell_output)}
         self.outputs = {}
 
     # Messages to the parent -------------------------------------------------------------------------------
     def say(self, record):
-        if self.channel is None:
+        if self.channel is None or os.getpid() != self.pid:
             return
         try:
             exchange.send_file(self.channel, exchange.PROGRESS_JSONL, json.dumps(record).encode() + b"\n")
@@ -370,12 +376,16 @@ class Runner:
                 value = function()
             finally:
                 self.disarm()
+                if os.getpid() != self.pid:    # a child the notebook forked is done with the cell
+                    os._exit(0)
         except CellTimeout:
             status = {"status": "timeout", "error": f"ran over the {self.cell_timeout:g} s limit and was interrupted"}
         except BaseException as error:  # noqa: B036 -- SystemExit and KeyboardInterrupt are cell errors too
             status = {"status": "error", "error": describe(error), "line": error_line(error, filename)}
             if is_memory_error(error):
                 status["memory"] = True
+            elif isinstance(error, BlockingIOError) or "can't start new thread" in status["error"]:
+                status["processes"] = True     # fork() or a new thread refused: RLIMIT_NPROC
         finally:
             sys.stdout, sys.stderr = saved
             self.disarm()
@@ -427,6 +437,8 @@ class Runner:
 
     def write(self):
         """outputs.npz and report.json into ``out``; then both (and nothing else) over the channel."""
+        if os.getpid() != self.pid:
+            return
         self.out.mkdir(parents=True, exist_ok=True)
         exchange.write_outputs(self.out, self.outputs)
         text = json.dumps(self.report, indent=1, sort_keys=True, default=repr)
@@ -553,6 +565,10 @@ def summary(report):
             limit = f" (limit {cap / 2**30:.3g} GiB)" if cap else ""
             return f"cell {label(cell)} ran out of memory{limit}: {cell.get('error')}"
     for cell in report["cells"]:
+        if cell.get("processes"):
+            cap = limits.get("nproc")
+            return f"cell {label(cell)} hit the limit of {cap} processes and threads: {cell.get('error')}"
+    for cell in report["cells"]:
         for name in ("stdout", "stderr"):
             if f"{name}_bytes" in cell:
                 return (f"cell {label(cell)} wrote {cell[f'{name}_bytes']} bytes to {name}; only the first "
@@ -578,6 +594,8 @@ def parse_args(argv):
     parser.add_argument("--cell-timeout", type=float, default=CELL_TIMEOUT, help="seconds per cell and probe")
     parser.add_argument("--cell-output", type=int, default=CELL_OUTPUT, help="bytes kept of a cell's stdout/stderr")
     parser.add_argument("--skip", default="", help="comma-separated cell numbers (from 1) not to run")
+    parser.add_argument("--grace", type=float, default=STUCK_GRACE,
+                        help="seconds past its timeout before a stuck cell ends the process (default: %(default)s)")
     return parser.parse_args(argv)
 
 
@@ -590,7 +608,7 @@ def main(argv=None):
         os.set_inheritable(args.channel, False)     # no subprocess of the notebook gets the pipe
     skip = {int(n) for n in args.skip.split(",") if n.strip().isdigit()}
     runner = Runner(args.scratch, args.out, args.assignment, args.probes, args.cell_timeout, args.cell_output,
-                    skip, args.channel, watchdog=True)
+                    skip, args.channel, grace=args.grace)
     code = 0
     try:
         runner.run()

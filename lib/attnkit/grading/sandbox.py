@@ -256,9 +256,9 @@ class Sandbox:
                 "--perms", "0755", "--dir", "/opt", "--ro-bind", str(self.public_dir), PUBLIC,
                 "--perms", "01777", "--size", str(limits.tmp_size), "--tmpfs", "/tmp",
                 "--perms", "01777", "--size", str(limits.scratch_size), "--tmpfs", SCRATCH]
-        for entry in sorted(Path(scratch_dir).iterdir()):
+        for entry in sorted(Path(scratch_dir).absolute().iterdir()):
             if entry.name != exchange.OUT_DIR:
-                args += ["--ro-bind", str(entry.resolve()), f"{SCRATCH}/{entry.name}"]
+                args += ["--ro-bind", str(entry), f"{SCRATCH}/{entry.name}"]
         args += [*namespace_args(self.as_root), "--chdir", SCRATCH, "--json-status-fd", str(status_fd),
                  "--clearenv"]
         for name, value in self.environment(limits, channel_fd).items():
@@ -297,6 +297,8 @@ class Sandbox:
         limits = limits or self.limits
         scratch_dir = Path(scratch_dir)
         for entry in scratch_dir.iterdir():            # the sandbox uid must be able to read them
+            if entry.is_symlink():                     # bwrap would bind whatever it points to
+                raise ValueError(f"scratch_dir: {entry} is a symbolic link")
             entry.chmod(entry.stat().st_mode | (0o555 if entry.is_dir() else 0o444))
         channel_r, channel_w = os.pipe()
         status_r, status_w = os.pipe()
@@ -329,7 +331,7 @@ class Sandbox:
             now = time.monotonic()
             if now > deadline and exited_at is None and not result.timed_out:
                 result.timed_out = True
-                kill_group(process)
+                kill_group(process, data["status"])
             if exited_at is None:
                 pid, status = os.waitpid(process.pid, os.WNOHANG)
                 exited_at = now if pid else None
@@ -350,17 +352,18 @@ class Sandbox:
                 if name in ("stdout", "stderr") and len(data["stdout"]) + len(data["stderr"]) > limits.output:
                     result.output_exceeded = True
                     selector.unregister(key.fd)
-                    kill_group(process)
+                    kill_group(process, data["status"])
                 elif name == "channel" and len(data["channel"]) > limits.channel:
                     result.channel_exceeded = True
                     selector.unregister(key.fd)
-                    kill_group(process)
+                    kill_group(process, data["status"])
         selector.close()
         for fd in (channel_r, status_r):
             os.close(fd)
         process.stdout.close()
         process.stderr.close()
         process.returncode = os.waitstatus_to_exitcode(status)
+        wait_for_namespace_end(status_events(data["status"]).get("child-pid"))
         result.seconds = round(time.monotonic() - start, 3)
         result.stdout, result.stderr = bytes(data["stdout"][:limits.output]), bytes(data["stderr"][:limits.output])
         result.files, result.channel_problem = exchange.parse_channel(bytes(data["channel"][:limits.channel]))
@@ -368,22 +371,51 @@ class Sandbox:
         return result
 
 
-def kill_group(process):
-    """SIGKILL bwrap's process group; the sandbox's own processes die with it (PID namespace, die-with-parent)."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+def kill_group(process, status):
+    """SIGKILL bwrap's process group and the sandbox's init: every process of its PID namespace dies with it."""
+    for kill, target in ((os.killpg, process.pid), (os.kill, status_events(status).get("child-pid"))):
+        try:
+            if isinstance(target, int) and target > 1:
+                kill(target, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def wait_for_namespace_end(init_pid, timeout=5.0):
+    """Wait (briefly) until the sandbox's init is gone or a zombie: by then its PID namespace is empty.
+
+    The kernel kills a PID namespace's processes when its init ends, but asynchronously: without this
+    wait a killed sandbox's processes can outlive :meth:`Sandbox.run` by some milliseconds.
+    """
+    if not isinstance(init_pid, int) or init_pid <= 1:
+        return
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            state = Path(f"/proc/{init_pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return
+        if state in ("Z", "X"):
+            return
+        time.sleep(0.01)
+
+
+def status_events(status):
+    """bwrap's --json-status-fd messages merged into one dict ('child-pid', 'exit-code', ...)."""
+    events = {}
+    for line in bytes(status).decode("utf-8", "replace").replace("}{", "}\n{").splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            events.update(event)
+    return events
 
 
 def settle(result, returncode, status, limits):
     """Fill exit_code, signal, started and reason from bwrap's JSON status and exit status."""
-    events = {}
-    for line in bytes(status).decode("utf-8", "replace").replace("}{", "}\n{").splitlines():
-        try:
-            events.update(json.loads(line))
-        except ValueError:
-            continue
+    events = status_events(status)
     result.started = "child-pid" in events
     code = events.get("exit-code")
     if code is None and result.started and returncode is not None and returncode >= 0:
@@ -428,7 +460,7 @@ def exit_reason(result, limits):
         return f"ended by signal {signal.Signals(result.signal).name}"
     if result.exit_code is None:
         return "ended without an exit status"
-    return f"ended with exit status {result.exit_code}"
+    return f"the process ended with exit status {result.exit_code} (os._exit?)"
 
 
 def human(nbytes):
@@ -448,13 +480,16 @@ class NotebookRun:
 
 
 def run_notebook(sandbox, notebook, scratch_dir, assignment=None, inputs=None, limits=None, probes=None,
-                 expected=None, cell_timeout=runner.CELL_TIMEOUT, skip=()):
+                 expected=None, cell_timeout=runner.CELL_TIMEOUT, skip=(), grace=runner.STUCK_GRACE):
     """Run ``notebook`` (a path) with the runner in ``sandbox``; files land in ``scratch_dir``/out.
 
     ``inputs``: the probe inputs (exchange.write_inputs); ``expected``: the release's {grade_id: cell_type}
     (runner.expected_cells) for remarks on deleted and retyped cells; ``probes``: a module other than
-    attnkit.grading.probes (it must be importable in the sandbox); ``skip``: cell numbers not to run.
+    attnkit.grading.probes (it must be importable in the sandbox); ``skip``: cell numbers not to run;
+    ``grace``: seconds a cell may ignore its timeout before the runner ends itself.
     """
+    if Path(notebook).is_symlink():
+        raise ValueError(f"notebook: {notebook} is a symbolic link; copy the submission's own file")
     scratch_dir = Path(scratch_dir)
     scratch_dir.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(notebook, scratch_dir / runner.NOTEBOOK)
@@ -463,7 +498,7 @@ def run_notebook(sandbox, notebook, scratch_dir, assignment=None, inputs=None, l
     if expected is not None:
         (scratch_dir / runner.EXPECTED).write_text(json.dumps({"cells": expected}), encoding="utf-8")
     argv = ["python", "-m", "attnkit.grading.runner", SCRATCH, "--channel", CHANNEL,
-            "--cell-timeout", str(cell_timeout)]
+            "--cell-timeout", str(cell_timeout), "--grace", str(grace)]
     if assignment:
         argv += ["--assignment", assignment]
     if probes:

@@ -1,0 +1,557 @@
+"""The grading sandbox: exchange files read as hostile, the notebook runner, and bubblewrap's isolation and limits.
+
+Fast tests run the runner in this process on benign notebooks and feed the exchange readers hostile files.
+The slow ones run hostile notebooks in the sandbox, next to a fake course (source/secret.txt, gradebook.db,
+submitted/) that must stay invisible and byte-identical. Sandboxed runs need bubblewrap
+(`apt-get install -y bubblewrap`): without it they are skipped, or fail when the CI variable is set.
+"""
+
+import hashlib
+import json
+import os
+import pickle
+import socket
+import threading
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import attnkit
+from attnkit.grading import exchange, runner, sandbox
+
+TOY_PROBES = '''
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Probe:
+    name: str
+    grade_id: str
+    function: str
+
+    def run(self, namespace, arrays, params):
+        result = namespace[self.function](arrays["x"], **params)
+        return {"y": np.asarray(result)}
+
+
+class Liar:
+    name, grade_id = "liar", "test_liar"
+
+    def run(self, namespace, arrays, params):
+        return {"y": np.array([object()], dtype=object)}
+
+
+PROBES = {"toy": [Probe("square", "test_square", "square"), Probe("scale", "test_scale", "scale"),
+                  Probe("cube", "test_cube", "cube"), Liar()]}
+'''
+
+GOOD_CELLS = [
+    ("markdown", "# Toy assignment", None),
+    ("code", "%matplotlib inline\nimport numpy as np\nimport matplotlib.pyplot as plt", "setup"),
+    ("code", "def square(x):\n    return x * x", "square_answer"),
+    ("code", "def scale(x, factor=1.0):\n    return x * factor\n\nprint('scaled', scale(2.0, factor=3.0))",
+     "scale_answer"),
+    ("code", "assert square(3) == 9\nplt.plot([1, 2]);\n__name__", "test_square"),
+]
+
+
+def notebook(cells):
+    """A notebook dict from (cell_type, source, grade_id) triples."""
+    made = []
+    for cell_type, source, grade_id in cells:
+        metadata = {"nbgrader": {"grade_id": grade_id, "grade": grade_id.startswith("test"),
+                                 "solution": grade_id.endswith("answer")}} if grade_id else {}
+        cell = {"cell_type": cell_type, "metadata": metadata, "source": source}
+        if cell_type == "code":
+            cell.update(outputs=[], execution_count=None)
+        made.append(cell)
+    return {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": made}
+
+
+def code(*sources):
+    return notebook([("code", source, None) for source in sources])
+
+
+def write(path, content):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content if isinstance(content, str) else json.dumps(content), encoding="utf-8")
+    return path
+
+
+INPUTS = {"square": {"arrays": {"x": np.arange(5.0)}, "params": {}},
+          "scale": {"arrays": {"x": np.arange(3.0)}, "params": {"factor": 2.5}},
+          "cube": {"arrays": {"x": np.ones(2)}, "params": {}}}
+
+
+@pytest.fixture
+def scratch(tmp_path, monkeypatch):
+    """A scratch folder with the toy probes module importable (in this process) and the toy inputs."""
+    folder = tmp_path / "scratch"
+    write(folder / "toy_probes.py", TOY_PROBES)
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.delitem(__import__("sys").modules, "toy_probes", raising=False)
+    exchange.write_inputs(folder, INPUTS)
+    return folder
+
+
+def run_here(folder, content, **options):
+    """Run the runner in this process on ``content`` (a notebook dict or raw text); return the report."""
+    write(folder / runner.NOTEBOOK, content)
+    options.setdefault("assignment", "toy")
+    return runner.Runner(folder, probes="toy_probes", **options).run()
+
+
+def cells_by_index(report):
+    return {cell["index"]: cell for cell in report["cells"]}
+
+
+# --- exchange: the parent's readers of what the sandbox wrote --------------------------------------------------
+
+def test_exchange_round_trip_keeps_values_and_dtypes(tmp_path):
+    exchange.write_inputs(tmp_path, INPUTS)
+    read = exchange.read_inputs(tmp_path)
+    assert read.keys() == INPUTS.keys() and read["scale"]["params"] == {"factor": 2.5}
+    np.testing.assert_array_equal(read["square"]["arrays"]["x"], INPUTS["square"]["arrays"]["x"])
+    outputs = {"p": {"f": np.arange(6, dtype=">f4").reshape(2, 3), "b": np.array([True, False]),
+                     "i": np.int64(7), "fortran": np.asfortranarray(np.arange(6).reshape(2, 3))}}
+    exchange.write_outputs(tmp_path / "out", outputs)
+    back, errors = exchange.read_outputs(tmp_path / "out")
+    assert errors == {}
+    assert back["p"]["f"].dtype == np.float32 and back["p"]["f"].dtype.isnative
+    assert back["p"]["b"].dtype == bool and back["p"]["i"].shape == ()
+    for key, value in outputs["p"].items():
+        np.testing.assert_array_equal(back["p"][key], value)
+
+
+def test_read_outputs_never_unpickles(tmp_path):
+    marker = tmp_path / "unpickled"
+
+    class Bomb:
+        def __reduce__(self):
+            return (Path.touch, (marker,))
+
+    np.savez(tmp_path / exchange.OUTPUTS_NPZ, **{"evil/x": np.array([Bomb()], dtype=object),
+                                                 "good/y": np.arange(3)})
+    assert pickle.loads(pickle.dumps(Bomb())) is None and marker.exists()   # the bomb is real ...
+    marker.unlink()
+    outputs, errors = exchange.read_outputs(tmp_path)
+    assert not marker.exists()                                             # ... and never went off
+    assert "evil" not in outputs and "object" in errors["evil"]
+    np.testing.assert_array_equal(outputs["good"]["y"], np.arange(3))
+
+
+@pytest.mark.parametrize("arrays, expected", [
+    ({"p/rec": np.zeros(2, dtype=[("a", "f4")])}, "not numeric"),
+    ({"p/text": np.array(["secret"])}, "not numeric"),
+    ({"p/when": np.array(["2024-01-01"], dtype="datetime64[D]")}, "not numeric"),
+    ({"p/big": np.zeros(2**20 + 1, dtype=np.uint8)}, "over the"),
+])
+def test_read_outputs_rejects_bad_arrays_of_one_probe(tmp_path, arrays, expected):
+    np.savez(tmp_path / exchange.OUTPUTS_NPZ, **arrays, **{"q/ok": np.ones(2)})
+    outputs, errors = exchange.read_outputs(tmp_path, max_array_bytes=2**20)
+    assert expected in errors["p"] and "p" not in outputs
+    np.testing.assert_array_equal(outputs["q"]["ok"], np.ones(2))
+
+
+@pytest.mark.parametrize("make, expected", [
+    (lambda path: path.write_bytes(b"not a zip"), "not a readable"),
+    (lambda path: np.savez(path, **{f"p/a{i}": np.zeros(1) for i in range(9)}), "over the limit of 8"),
+    (lambda path: np.savez(path, **{"../../etc/x": np.zeros(1)}), "is not 'probe/key.npy'"),
+    (lambda path: np.savez(path, plain=np.zeros(1)), "is not 'probe/key.npy'"),
+])
+def test_read_outputs_rejects_bad_files_whole(tmp_path, make, expected):
+    make(tmp_path / exchange.OUTPUTS_NPZ)
+    outputs, errors = exchange.read_outputs(tmp_path, max_arrays=8)
+    assert outputs == {} and expected in errors[exchange.ANY_PROBE]
+
+
+def test_read_outputs_checks_the_header_before_reading_data(tmp_path):
+    """A member whose header claims a shape its data does not fill is rejected, not read past its end."""
+    with zipfile.ZipFile(tmp_path / exchange.OUTPUTS_NPZ, "w") as archive:
+        header = np.lib.format.header_data_from_array_1_0(np.zeros(1000))
+        with archive.open("p/x.npy", "w") as handle:
+            np.lib.format.write_array_header_1_0(handle, header)
+            handle.write(np.zeros(10).tobytes())
+    outputs, errors = exchange.read_outputs(tmp_path)
+    assert outputs == {} and "header says 8000" in errors["p"]
+
+
+def test_read_report_bounds_size_and_type(tmp_path):
+    write(tmp_path / exchange.REPORT_JSON, {"probes": {"p": {"error": "ValueError: bad\nmore"}}})
+    assert exchange.read_outputs(tmp_path) == ({}, {"p": "ValueError: bad"})
+    write(tmp_path / exchange.REPORT_JSON, "[1, 2]")
+    assert exchange.read_report(tmp_path) == {}
+    write(tmp_path / exchange.REPORT_JSON, json.dumps({"pad": "x" * 200}))
+    assert exchange.read_report(tmp_path, max_bytes=100) == {}
+    write(tmp_path / exchange.REPORT_JSON, "[" * 100000)
+    assert exchange.read_report(tmp_path) == {}
+
+
+def test_channel_framing_appends_and_stops_at_garbage():
+    read, send = os.pipe()
+    exchange.send_file(send, "progress.jsonl", b'{"cell": 1}\n')
+    exchange.send_file(send, "progress.jsonl", b'{"cell": 2}\n')
+    exchange.send_file(send, "report.json", b"{}")
+    os.close(send)
+    data = os.read(read, 4096)
+    os.close(read)
+    assert exchange.parse_channel(data) == ({"progress.jsonl": b'{"cell": 1}\n{"cell": 2}\n',
+                                             "report.json": b"{}"}, None)
+    files, problem = exchange.parse_channel(data + b"../../x 3\nabc")
+    assert "garbled" in problem and set(files) == {"progress.jsonl", "report.json"}
+    assert "cut short" in exchange.parse_channel(b"report.json 100\n{}")[1]
+
+
+# --- the runner, in this process ------------------------------------------------------------------------------
+
+def test_runner_runs_cells_in_one_namespace_then_the_probes(scratch):
+    report = run_here(scratch, notebook(GOOD_CELLS))
+    cells = cells_by_index(report)
+    assert report["status"] == "ok" and report["reason"] is None
+    assert [c["status"] for c in report["cells"]] == ["ok"] * 4
+    assert cells[2]["notes"] == ["skipped %matplotlib"]
+    assert cells[4]["stdout"] == "scaled 6.0\n"
+    assert cells[5]["result"] == "'__main__'"
+    outputs, errors = exchange.read_outputs(scratch / "out")
+    np.testing.assert_array_equal(outputs["square"]["y"], np.arange(5.0) ** 2)
+    np.testing.assert_array_equal(outputs["scale"]["y"], np.arange(3.0) * 2.5)
+    assert errors["cube"] == "KeyError: 'cube'"
+    assert "dtype object" in errors["liar"]
+    assert json.loads((scratch / "out" / exchange.REPORT_JSON).read_text())["probes"]["square"]["status"] == "ok"
+
+
+def test_runner_records_errors_timeouts_and_caps_output_then_goes_on(scratch):
+    report = run_here(scratch, code(
+        "def square(x):\n    return x * x",
+        "x = 1\nraise ValueError('first line\\nsecond line')",
+        "while True:\n    pass",
+        "import sys\nprint('y' * 100000)\nprint('e' * 10, file=sys.stderr)",
+        "raise SystemExit(3)",
+        "%%bash\necho never",
+        "print('still running', x)",
+    ), cell_timeout=0.5, cell_output=1000)
+    cells = cells_by_index(report)
+    assert cells[2]["status"] == "error" and cells[2]["error"] == "ValueError: first line" and cells[2]["line"] == 2
+    assert cells[3]["status"] == "timeout" and 0.4 < cells[3]["seconds"] < 5
+    assert len(cells[4]["stdout"]) == 1000 and cells[4]["stdout_bytes"] == 100001
+    assert cells[4]["stderr"] == "e" * 10 + "\n"
+    assert cells[5]["error"] == "SystemExit: 3"
+    assert cells[6]["status"] == "skipped" and "%%bash" in cells[6]["notes"][0]
+    assert cells[7]["stdout"] == "still running 1\n"
+    assert report["reason"] == "cell 3 ran over the 0.5 s limit and was interrupted"
+    assert "square" in exchange.read_outputs(scratch / "out")[0]
+
+
+@pytest.mark.parametrize("content, status, reason", [
+    ('{"cells": [', "invalid-notebook", "notebook.ipynb is not valid JSON (line 1, column 12"),
+    ("", "invalid-notebook", "notebook.ipynb is empty"),
+    ('{"worksheets": []}', "invalid-notebook", "notebook.ipynb is JSON but not a notebook (no list of cells)"),
+    (b"\xff\xfe{}", "invalid-notebook", "notebook.ipynb is not UTF-8 text (byte 0)"),
+])
+def test_runner_reports_unreadable_notebooks(scratch, content, status, reason):
+    if isinstance(content, bytes):
+        (scratch / runner.NOTEBOOK).write_bytes(content)
+        report = runner.Runner(scratch, assignment="toy", probes="toy_probes").run()
+    else:
+        report = run_here(scratch, content)
+    assert report["status"] == status and report["reason"].startswith(reason)
+    assert report["probes"]["square"]["error"].startswith("not run: notebook.ipynb")
+    assert exchange.read_outputs(scratch / "out")[0] == {}
+
+
+def test_runner_reports_deleted_retyped_and_duplicated_cells(scratch):
+    cells = [("code", "def square(x):\n    return x * x", "square_answer"),
+             ("code", "def square(x):\n    return -x", "square_answer"),           # duplicated, later wins
+             ("markdown", "def scale(x, factor=1.0):\n    return x * factor", "scale_answer"),   # retyped
+             ("markdown", "assert square(2) == 4", "test_square"),                # test cell retyped
+             {"no": "cell type"}]
+    content = notebook(cells[:4])
+    content["cells"].append(cells[4])
+    expected = {"square_answer": "code", "scale_answer": "code", "test_square": "code", "test_scale": "code"}
+    write(scratch / runner.EXPECTED, {"cells": expected})
+    report = run_here(scratch, content)
+    remarks = report["remarks"]
+    assert "cell 5 is not a notebook cell (no cell_type); ignored" in remarks
+    assert "cell 'square_answer' appears 2 times (cells 1, 2): duplicated?" in remarks
+    assert "cell 'scale_answer' is a markdown cell; the release has a code cell: retyped?" in remarks
+    assert "cell 'test_square' is a markdown cell; the release has a code cell: retyped?" in remarks
+    assert "cell 'test_scale' of the release is missing: deleted?" in remarks
+    assert report["reason"] == remarks[0]
+    outputs, errors = exchange.read_outputs(scratch / "out")
+    np.testing.assert_array_equal(outputs["square"]["y"], -np.arange(5.0))
+    assert errors["scale"] == "KeyError: 'scale'"
+
+
+def test_runner_without_release_still_flags_a_retyped_test_cell(scratch):
+    report = run_here(scratch, notebook([("markdown", "assert True", "test_square")]))
+    assert report["remarks"] == ["test cell 'test_square' is a markdown cell, not code: retyped?"]
+
+
+def test_runner_tolerates_a_missing_probes_module(scratch):
+    write(scratch / runner.NOTEBOOK, code("x = 1"))
+    report = runner.Runner(scratch, assignment="toy", probes="no_such_probes_module").run()
+    assert report["cells"][0]["status"] == "ok"
+    assert report["reason"].startswith("probes unavailable (ModuleNotFoundError")
+
+
+def test_runner_leaves_this_process_as_it_found_it(scratch):
+    import sys
+    before = (os.getcwd(), sys.stdout, sys.stderr, os.environ.get("MPLBACKEND"))
+    run_here(scratch, code("import sys, os\nsys.stdout = None\nos.chdir('/')"), cell_timeout=5)
+    assert (os.getcwd(), sys.stdout, sys.stderr, os.environ.get("MPLBACKEND")) == before
+
+
+def test_python_source_handles_magics_minimally():
+    assert runner.python_source("x = 1") == ("x = 1", [])
+    assert runner.python_source("%time y = 2\n!ls") == ("y = 2\npass", ["ran the statement of %time", "skipped !ls"])
+    assert runner.python_source("%%time\nz = 3")[0] == "z = 3"
+    assert runner.python_source("%%writefile a.py\nx")[0] is None
+    assert runner.python_source("s = '''\n%d\n'''")[1] == []      # valid Python is never rewritten
+
+
+# --- staging the public package ----------------------------------------------------------------------------------
+
+def test_staged_package_leaves_out_solutions_and_the_nbgrader_side(tmp_path):
+    staged = sandbox.stage_public_package(tmp_path) / "attnkit"
+    names = {p.relative_to(staged).as_posix() for p in staged.rglob("*.py")}
+    assert not any(name.startswith("solutions") for name in names)
+    assert {"__init__.py", "attention.py", "checking.py", "grading/runner.py", "grading/exchange.py"} <= names
+    assert not names & {"grading/pipeline.py", "grading/course.py", "grading/autograder.py", "grading/sandbox.py"}
+    assert "import" not in (staged / "grading" / "__init__.py").read_text()
+
+
+def test_staging_refuses_a_probes_module_that_imports_the_solutions(tmp_path):
+    source = tmp_path / "src" / "attnkit"
+    write(source / "__init__.py", "")
+    write(source / "grading" / "probes.py", "from ..solutions import skew\n")
+    with pytest.raises(RuntimeError, match="probes.py imports attnkit.solutions"):
+        sandbox.stage_public_package(tmp_path / "out", source=source)
+
+
+def test_missing_bubblewrap_says_how_to_install_it(monkeypatch):
+    sandbox.unavailable_reason.cache_clear()
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    try:
+        assert not sandbox.available()
+        with pytest.raises(sandbox.SandboxUnavailable, match="apt-get install -y bubblewrap"):
+            sandbox.check_available()
+    finally:
+        sandbox.unavailable_reason.cache_clear()
+
+
+# --- in the sandbox: slow -------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def public_dir(tmp_path_factory):
+    reason = sandbox.unavailable_reason()
+    if reason:
+        (pytest.fail if os.environ.get("CI") else pytest.skip)(reason)
+    return sandbox.stage_public_package(tmp_path_factory.mktemp("public"))
+
+
+@pytest.fixture(scope="session")
+def box(public_dir):
+    return sandbox.Sandbox(public_dir, sandbox.Limits(wall_seconds=60, uid=sandbox.worker_uid(7)))
+
+
+@pytest.fixture
+def course(tmp_path):
+    """A fake course next to the scratch folder: what a hostile notebook would like to read or change."""
+    root = tmp_path / "course"
+    write(root / "source" / "toy" / "secret.txt", "THE-SOLUTION-IS-42")
+    (root / "gradebook.db").write_bytes(b"SQLite format 3\x00 scores")
+    write(root / "submitted" / "bob" / "toy" / "toy.ipynb", code("x = 1"))
+    return root
+
+
+def tree_digest(root, skip=()):
+    """{relative path: sha256} of every file under ``root`` (except under ``skip`` folders)."""
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and not set(p.relative_to(root).parts) & set(skip)}
+
+
+def run_boxed(box, course, content, **options):
+    """Run ``content`` in the sandbox from course/submitted/alice/toy, scratch course/scratch/alice."""
+    submitted = write(course / "submitted" / "alice" / "toy" / "toy.ipynb", content)
+    scratch = course / "scratch" / "alice"
+    write(scratch / "toy_probes.py", TOY_PROBES)
+    options.setdefault("assignment", "toy")
+    options.setdefault("probes", "toy_probes")
+    return sandbox.run_notebook(box, submitted, scratch, inputs=INPUTS, **options)
+
+
+def sandbox_processes(uid):
+    """Processes on this machine owned by ``uid`` (the sandbox's)."""
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            lines = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+        except OSError:
+            continue
+        if lines.get("Uid", "").split()[:1] == [str(uid)]:
+            found.append(status.parent.name)
+    return found
+
+
+@pytest.mark.slow
+def test_sandboxed_runner_matches_the_in_process_one(box, course):
+    run = run_boxed(box, course, notebook(GOOD_CELLS + [("code", "import attnkit\nattnkit.__file__", None)]))
+    assert run.reason is None and run.result.ok and run.report["status"] == "ok"
+    cells = cells_by_index(run.report)
+    assert cells[4]["stdout"] == "scaled 6.0\n"
+    assert cells[6]["result"] == f"'{sandbox.PUBLIC}/attnkit/__init__.py'"
+    outputs, errors = exchange.read_outputs(run.out_dir)
+    np.testing.assert_array_equal(outputs["scale"]["y"], np.arange(3.0) * 2.5)
+    assert set(errors) == {"cube", "liar"}
+
+
+HOSTILE = {
+    "read": "for path in {paths!r}:\n    try:\n        print(open(path).read())\n    except OSError as e:\n"
+            "        print(type(e).__name__)",
+    "solutions": "import attnkit.solutions",
+    "solutions_on_disk": "import os\nprint(os.path.exists({solutions!r}), os.path.exists({lib!r}))\n"
+                         "print(sorted(os.listdir({repository!r})) if os.path.exists({repository!r}) else 'absent')",
+    "write": "import errno\nfor path in {targets!r}:\n    try:\n        open(path, 'w').write('pwned')\n"
+             "        print('wrote', path)\n    except OSError as e:\n        print(errno.errorcode[e.errno])",
+    "network": "import socket\nfor address in [('127.0.0.1', {port}), ('1.1.1.1', 53)]:\n    try:\n"
+               "        socket.create_connection(address, timeout=2)\n        print('connected', address)\n"
+               "    except OSError as e:\n        print(type(e).__name__)",
+    "who": "import os\nprint(os.getuid(), os.getgid(), os.getgroups(), sorted(os.listdir('/')))",
+}
+
+
+@pytest.fixture
+def listener():
+    """A TCP server on this machine's loopback that records whether anything connected."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    accepted, stop = [], threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                accepted.append(server.accept())
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1], accepted
+    stop.set()
+    thread.join()
+    server.close()
+
+
+@pytest.mark.slow
+def test_hostile_notebook_sees_and_changes_nothing_outside_its_scratch(box, course, listener, tmp_path):
+    port, accepted = listener
+    repository = Path(attnkit.__file__).resolve().parents[2]
+    escape = tmp_path / "escaped.txt"
+    secrets = [str(course / "source" / "toy" / "secret.txt"), "../../source/toy/secret.txt",
+               str(course / "gradebook.db"), str(course / "submitted" / "bob" / "toy" / "toy.ipynb"),
+               "/etc/shadow", "/root/.bash_history"]
+    targets = [str(course / "gradebook.db"), str(course / "submitted" / "bob" / "toy" / "toy.ipynb"),
+               "notebook.ipynb", "/usr/evil", f"{sandbox.PUBLIC}/attnkit/evil.py", str(escape),
+               sandbox.__file__, "/scratch/mine.txt"]
+    sources = dict(HOSTILE)
+    sources["read"] = HOSTILE["read"].format(paths=secrets)
+    sources["write"] = HOSTILE["write"].format(targets=targets)
+    sources["network"] = HOSTILE["network"].format(port=port)
+    sources["solutions_on_disk"] = HOSTILE["solutions_on_disk"].format(
+        solutions=str(Path(attnkit.__file__).parent / "solutions"), lib=str(repository / "lib"),
+        repository=str(repository))
+    content = notebook([("code", source, f"hostile_{name}") for name, source in sources.items()])
+    write(course / "submitted" / "alice" / "toy" / "toy.ipynb", content)      # as handed in
+    before = tree_digest(course, skip=("scratch",))
+    run = run_boxed(box, course, content)
+    out = {cell["grade_id"]: cell for cell in run.report["cells"]}
+    assert out["hostile_read"]["stdout"].split() == ["FileNotFoundError"] * 6
+    assert out["hostile_solutions"]["error"] == "ModuleNotFoundError: No module named 'attnkit.solutions'"
+    # the virtual environment is mounted at its own path: when it lives in the repository, that is all of it
+    assert out["hostile_solutions_on_disk"]["stdout"] in ("False False\nabsent\n", "False False\n['.venv']\n")
+    assert out["hostile_write"]["stdout"].split() == ["ENOENT", "ENOENT", "EROFS", "EROFS", "EROFS", "ENOENT",
+                                                      "ENOENT", "wrote", "/scratch/mine.txt"]
+    assert out["hostile_network"]["stdout"].split() == ["ConnectionRefusedError", "OSError"] and accepted == []
+    uid = box.limits.uid if os.geteuid() == 0 else None
+    who = out["hostile_who"]["stdout"]
+    assert who.startswith(f"{uid} {uid} []" if uid is not None else "") and "course" not in who
+    assert "THE-SOLUTION-IS-42" not in json.dumps(run.report) + run.result.stdout.decode() + run.result.stderr.decode()
+    assert tree_digest(course, skip=("scratch",)) == before
+    assert not escape.exists()
+    assert sorted(p.name for p in (course / "scratch" / "alice").iterdir()) == [
+        "inputs.json", "inputs.npz", "notebook.ipynb", "out", "toy_probes.py"]
+
+
+@pytest.mark.slow
+def test_fork_bomb_stops_at_the_process_limit(box, course):
+    run = run_boxed(box, course, code("import os\nwhile True:\n    os.fork()", "print('after')"))
+    cells = cells_by_index(run.report)
+    assert cells[1]["error"].startswith("BlockingIOError")
+    assert cells[2]["stdout"] == "after\n"
+    assert run.reason.startswith(f"cell 1 hit the limit of {box.limits.processes} processes and threads")
+    assert sandbox_processes(box.limits.uid) == []
+
+
+@pytest.mark.slow
+def test_memory_exhaustion_is_reported_as_the_memory_limit(box, course):
+    run = run_boxed(box, course, code("import torch\nx = torch.ones(2**30, dtype=torch.float32)",
+                                      "block = bytearray(4 * 2**30)", "print('after')"))
+    cells = cells_by_index(run.report)
+    assert cells[1]["memory"] and "can't allocate memory" in cells[1]["error"]
+    assert cells[2]["memory"] and cells[2]["error"] == "MemoryError"
+    assert cells[3]["stdout"] == "after\n"
+    assert run.reason.startswith("cell 1 ran out of memory (limit 3 GiB): RuntimeError")
+
+
+@pytest.mark.slow
+def test_endless_loop_is_interrupted_and_the_next_cell_runs(box, course):
+    run = run_boxed(box, course, code("def square(x):\n    return x * x", "while True:\n    pass", "print('after')"),
+                    cell_timeout=1)
+    cells = cells_by_index(run.report)
+    assert cells[2]["status"] == "timeout" and cells[3]["stdout"] == "after\n"
+    assert run.reason == "cell 2 ran over the 1 s limit and was interrupted"
+    assert "square" in exchange.read_outputs(run.out_dir)[0]
+
+
+@pytest.mark.slow
+def test_loop_that_swallows_the_interrupt_ends_the_run_with_a_reason(box, course):
+    stubborn = "import time\nwhile True:\n    try:\n        time.sleep(10)\n    except BaseException:\n        pass"
+    run = run_boxed(box, course, code("x = 1", stubborn, "print('never')"), cell_timeout=1, grace=1)
+    assert run.reason == "cell 2 ran over the 1 s limit and ignored the interrupt; the run was stopped"
+    assert run.report["status"] == "crashed" and [c["index"] for c in run.report["cells"]] == [1]
+
+
+@pytest.mark.slow
+def test_code_holding_the_interpreter_meets_the_wall_clock(box, course):
+    """sum() over a long range holds the GIL in C: no signal handler, no watchdog thread gets to run."""
+    stuck = "sum(range(10**11))"
+    limits = sandbox.Limits(wall_seconds=8, uid=box.limits.uid)
+    run = run_boxed(box, course, code("x = 1", stuck), cell_timeout=1, grace=1, limits=limits)
+    assert run.result.timed_out and 8 <= run.result.seconds < 15
+    assert run.reason == ("stopped at the wall-clock limit of 8 s (an endless loop, or a blocked process?) "
+                          "during cell 2")
+    assert sandbox_processes(box.limits.uid) == []
+
+
+@pytest.mark.slow
+def test_output_flood_outside_the_cells_capture_stops_the_run(box, course):
+    run = run_boxed(box, course, code("print('y' * 10**7)", "import os\nwhile True:\n    os.write(1, b'x' * 65536)"))
+    assert cells_by_index(run.report)[1]["stdout_bytes"] == 10**7 + 1
+    assert run.result.output_exceeded and len(run.result.stdout) <= box.limits.output
+    assert run.reason == "stopped: wrote more than 1 MiB to stdout/stderr outside the captured cells during cell 2"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("crash, reason", [
+    ("import os\nos._exit(3)", "the process ended with exit status 3 (os._exit?) during cell 2"),
+    ("import ctypes\nctypes.string_at(0)", "crashed: segmentation fault (SIGSEGV) during cell 2"),
+])
+def test_interpreter_crash_gives_a_reason_and_the_cells_before(box, course, crash, reason):
+    run = run_boxed(box, course, code("print('before')", crash, "print('never')"))
+    assert run.reason == reason
+    assert run.report["status"] == "crashed" and run.report["cells"][0]["stdout"] == "before\n"
+    assert exchange.read_outputs(run.out_dir) == ({}, {})
