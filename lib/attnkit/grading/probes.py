@@ -352,10 +352,10 @@ def _skew_float64(namespace, arrays, params):
 
 
 def _skew_unchanged(namespace, arrays, params):
-    """X as it is after calling skew(X)."""
+    """X as it is after calling skew(X), and what skew(X) returned."""
     X = _tensor(arrays["X"])
-    _lookup(namespace, "skew")(X)
-    return {"input_after": _floats(X, "X after skew(X)")}
+    output = _floats(_lookup(namespace, "skew")(X), "skew(X)")
+    return {"input_after": _floats(X, "X after skew(X)"), "output": output}
 
 
 _CAUSAL = {"naive": "causal_relative_attention_naive", "skewed": "causal_relative_attention"}

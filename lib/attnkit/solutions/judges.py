@@ -32,8 +32,8 @@ from attnkit.solutions.relative import relative_position_index as reference_inde
 from attnkit.solutions.skew import causal_relative_attention_naive as reference_causal
 from attnkit.solutions.skew import skew as reference_skew
 
-__all__ = ["ASSIGNMENTS", "Check", "MEMORY_HEAD_DIM", "MEMORY_LENGTH", "judge", "make_inputs", "max_points",
-           "scores"]
+__all__ = ["ASSIGNMENTS", "Check", "MEMORY_HEAD_DIM", "MEMORY_LENGTH", "check_ids", "judge", "make_inputs",
+           "max_points", "scores"]
 
 ASSIGNMENTS = ("ps1_learnable_pe", "ps2_relative_pe")
 
@@ -239,7 +239,10 @@ def _check_known_table(case, got):
 
 def _check_too_long(case, got):
     p, a = case["params"], case["arrays"]
-    got.floats("boundary_output", a["X_boundary"].shape, f"pe(X) with n = max_len = {p['max_len']}")
+    boundary = got.floats("boundary_output", a["X_boundary"].shape, f"pe(X) with n = max_len = {p['max_len']}")
+    ref64, ref32 = _reference_pe(p, a["table"], a["X_boundary"])
+    _close(boundary, ref64, max(_tolerance(ref32, ref64), _scaled(ref64, 1e-6)),
+           f"pe(X) with n = max_len = {p['max_len']} (the longest allowed input must work)")
     outcome = got.integer("outcome", "what happened with n = max_len + 1")
     what = f"pe(X) with {p['max_len'] + 1} positions, max_len={p['max_len']}"
     _expect(outcome != 0, f"{what}: expected ValueError, but it returned an output")
@@ -309,6 +312,8 @@ def _check_toeplitz(case, got):
         _expect(bool((diagonal == k).all()),
                 f"{what} has {[_fmt(x) for x in diagonal]} on the diagonal, expected {k} "
                 f"(i = j is distance 0, shifted by k)")
+        _expect(np.unique(value).size > 1 or np.unique(_reference_index(q, n, k)).size == 1,
+                f"{what} holds the same number everywhere; entries off the diagonal belong to other distances")
 
 
 def _check_saturation(case, got):
@@ -409,10 +414,13 @@ def _check_masked_zero(case, got):
     masked = np.arange(weights_shape[-1])[None, None, :] >= lens[:, :, None]   # (batch, 1 or q, k)
     masked = np.broadcast_to(masked[:, None], weights_shape)
     leaked = np.abs(weights[masked])
+    shown = lens.squeeze(-1).tolist() if lens.shape[1] == 1 else lens.tolist()
     _expect(leaked.size == 0 or leaked.max() == 0,
-            f"with valid_lens = {lens.squeeze(-1).tolist() if lens.shape[1] == 1 else lens.tolist()}, masked keys "
-            f"got weights up to {leaked.max() if leaked.size else 0:.3g}; they must be exactly 0 (fill their "
-            f"scores with -inf before the softmax, or use attnkit.masked_softmax)")
+            f"with valid_lens = {shown}, masked keys got weights up to {leaked.max() if leaked.size else 0:.3g}; "
+            f"they must be exactly 0 (fill their scores with -inf before the softmax, or use attnkit.masked_softmax)")
+    # Evidence that the mask is applied to a softmax, not to nothing: the valid keys' weights sum to 1.
+    _close(weights.sum(axis=-1), np.ones(weights_shape[:-1]), 1e-5,
+           f"with valid_lens = {shown}, the row sums of attention_weights (the valid keys share all the weight)")
 
 
 def _check_attention_parity(case, got):
@@ -442,6 +450,8 @@ def _check_shift(case, got):
                            f"attention_weights for X after {shift} other tokens")
     _expect(bool((weights_X > 0).all()) and bool((weights_Y > 0).all()),
             "with no mask every attention weight should be positive (a softmax over all keys)")
+    _expect(float(np.ptp(weights_X, axis=-1).max()) > 1e-4,
+            "the attention weights for X are the same for every key: they should depend on the tokens")
     moved = _log_differences(weights_Y, shift)
     still = _log_differences(weights_X, 0)
     # Tolerance from the reference's own float32 error on the same statistic (at least 1e-4).
@@ -467,9 +477,16 @@ def _lower(L):
     return np.tril(np.ones((L, L), dtype=bool))
 
 
+def _skew_output(got, key, X, what):
+    """skew's result of X's shape, finite on and below the diagonal (above it anything goes)."""
+    out = got.floats(key, X.shape, what, finite=False)
+    _expect(bool(np.isfinite(out[..., _lower(X.shape[-1])]).all()), f"{what} contains NaN or inf")
+    return out
+
+
 def _check_skew_shape(case, got):
     X = case["arrays"]["X"]
-    got.floats("output_X", X.shape, f"skew(X) for X of shape {_shape(X.shape)}")
+    _skew_output(got, "output_X", X, f"skew(X) for X of shape {_shape(X.shape)}")
 
 
 def _check_skew_values(case, got):
@@ -477,23 +494,25 @@ def _check_skew_values(case, got):
         L = X.shape[-1]
         what = f"skew(X) on and below the diagonal, X of shape {_shape(X.shape)}" + \
             (" (the exercise's example)" if key == "example" else "")
-        out = got.floats(f"output_{key}", X.shape, what, finite=False)
+        out = _skew_output(got, f"output_{key}", X, what)
         want = reference_skew(_t(_as32(X))).numpy()
         lower = np.broadcast_to(_lower(L), X.shape)
-        _expect(bool(np.isfinite(out[lower]).all()), f"{what} contains NaN or inf")
         _equal(np.where(lower, out, 0.0), np.where(lower, want, 0.0), what)
 
 
 def _check_skew_unchanged(case, got):
     X = case["arrays"]["X"]
+    _skew_output(got, "output", X, f"skew(X) for X of shape {_shape(X.shape)}")
     after = got.floats("input_after", X.shape, "X after calling skew(X)", finite=False)
     _equal(after, _as32(X), "X after calling skew(X) (skew must not modify its input)")
 
 
 def _check_skew_float64(case, got):
     X = case["arrays"]["X"]
-    out = got.native("output_X", X.shape, f"skew of a float64 tensor of shape {_shape(X.shape)}")
+    what = f"skew of a float64 tensor of shape {_shape(X.shape)}"
+    out = got.native("output_X", X.shape, what)
     _expect(out.dtype == np.float64, f"skew of a float64 tensor should be float64, got {out.dtype}")
+    _skew_output(got, "output_X", X, what)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -510,8 +529,8 @@ def _causal_shapes(arrays, suffix=""):
 def _check_causal_shapes(case, got):
     output_shape, weights_shape = _causal_shapes(case["arrays"])
     for version in ("naive", "skewed"):
-        got.floats(f"{version}_output", output_shape, f"{_NAMES[version]}: output", finite=False)
-        got.floats(f"{version}_weights", weights_shape, f"{_NAMES[version]}: weights", finite=False)
+        got.floats(f"{version}_output", output_shape, f"{_NAMES[version]}: output")
+        got.floats(f"{version}_weights", weights_shape, f"{_NAMES[version]}: weights")
 
 
 def _check_causal_mask(case, got):
@@ -535,6 +554,8 @@ def _check_causal_agree(case, got):
     # output is their average of the given values (what both versions must share).
     weights = got_["skewed_weights"]
     _close(weights.sum(axis=-1), np.ones(weights_shape[:-1]), 1e-5, "the row sums of the weights")
+    _expect(bool((weights[:, _lower(weights_shape[-1])] > 0).all()),
+            "a softmax over the keys j <= i gives each of them a positive weight; some got 0 or less")
     want = weights @ _as32(a["values"])
     _close(got_["skewed_output"], want, _scaled(want, 1e-5), "the output (should be weights @ values)")
 
@@ -611,6 +632,11 @@ class _Spec:
     decide: object
     extra: tuple = ()          # (key, value) pairs added to the case the decide function sees
     hint: str = ""             # added to the message when the probe raised or never came back
+    key: str = ""              # short unique id of the check (the probe's name unless a probe has several)
+
+    @property
+    def id(self):
+        return self.key or self.probe
 
 
 SPECS = {
@@ -638,11 +664,13 @@ SPECS = {
         _Spec("test_index", "index_example", "equals the exercise's example (4, 6, 2) and random rectangular "
                                              "cases", 1, _check_index_values),
         _Spec("test_index", "index_cases", "Toeplitz: constant along every diagonal, and equal to k on the main "
-                                           "diagonal", 0.5, _check_toeplitz),
+                                           "diagonal", 0.5, _check_toeplitz,
+              key="index_toeplitz"),
         _Spec("test_index", "index_cases", "saturation: 0 where j - i <= -k and 2k where j - i >= k", 0.5,
-              _check_saturation),
+              _check_saturation, key="index_saturation"),
         _Spec("test_index", "index_cases", "every entry equals clip(j - i, -k, k) + k, as int64, for square and "
-                                           "rectangular shapes", 0.5, _check_index_int64),
+                                           "rectangular shapes", 0.5, _check_index_int64,
+              key="index_int64"),
         _Spec("test_rel_attention", "attn_tables", "rel_k and rel_v hold 2 * max_distance + 1 rows of head_dim "
                                                    "values", 0.5, _check_tables),
         _Spec("test_rel_attention", "attn_self_shape", "self-attention: the output has shape (batch, q, "
@@ -699,6 +727,14 @@ def max_points(assignment):
     for spec in SPECS[assignment]:
         totals[spec.grade_id] = totals.get(spec.grade_id, 0.0) + float(spec.points)
     return totals
+
+
+def check_ids(assignment):
+    """{grade_id: [short id of each check]}, in the order ``judge`` lists the checks (stable across runs)."""
+    ids = {}
+    for spec in SPECS[assignment]:
+        ids.setdefault(spec.grade_id, []).append(spec.id)
+    return ids
 
 
 def scores(verdicts):

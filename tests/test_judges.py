@@ -1,0 +1,665 @@
+"""Trusted verdicts: the probes (attnkit.grading.probes) on the example class, judged by attnkit.solutions.judges.
+
+The probes run here in the test process, on namespaces built by executing the setup and answer cells
+of each fixture notebook (never its test cells), with attnkit.solutions unimportable while student
+code runs, as in the sandbox. The judge then decides every check from the returned arrays alone.
+The memory probe runs at a small length here; the slow test runs it at full size under the same
+address-space cap as the sandbox, in a subprocess.
+"""
+
+import ast
+import contextlib
+import copy
+import json
+import re
+import subprocess
+import sys
+import textwrap
+import time
+from functools import lru_cache
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+import torch
+
+import attnkit
+from attnkit.grading import probes as probes_module
+from attnkit.grading.probes import PROBES
+from attnkit.solutions import judges
+
+REPO = Path(__file__).resolve().parents[1]
+CLASS = REPO / "tests" / "fixtures" / "example_class"
+EXPECTED = json.loads((CLASS / "expected_scores.json").read_text())
+NOT_RUN = {"infinite_loop", "broken_json"}     # a timeout and unreadable JSON: the runner's business
+SLOW_CELLS = {"experiment_answer"}             # trains two models for a hand-graded answer; no probe uses it
+SMALL = 192                                    # the memory probe's length in-process (no cap here)
+SUBMISSIONS = [(student, assignment) for student, per in sorted(EXPECTED.items()) if student not in NOT_RUN
+               for assignment in sorted(per)]
+
+# Checks that arrays with the right structure satisfy without computing the exercise's function:
+# shapes, dtypes, parameter count and trainability, row sums, an input left alone. They are worth
+# the same in the notebooks' visible checks, where trivial code earns them too (see test_forger_...).
+STRUCTURAL = {
+    "ps1_learnable_pe": {"pe_parameters", "pe_trainable", "pe_shape"},
+    "ps2_relative_pe": {"index_dtype", "attn_tables", "attn_self_shape", "attn_cross_shape", "attn_weights_shape",
+                        "skew_shape", "skew_unchanged", "skew_float64", "causal_shapes", "causal_skewed_mask"},
+}
+
+# The checks each known bug must fail, and no others (ids from judges.check_ids).
+ALL_PS1 = {"pe_parameters", "pe_trainable", "pe_gradient", "pe_shape", "pe_known_table", "pe_too_long",
+           "pe_parity", "pe_dropout"}
+INDEX = {"index_dtype", "index_example", "index_toeplitz", "index_saturation", "index_int64"}
+ATTENTION = {"attn_tables", "attn_self_shape", "attn_cross_shape", "attn_weights_shape", "attn_mask_batch",
+             "attn_self_parity", "attn_cross_parity", "attn_zero_distance", "attn_shift", "attn_mask_rows"}
+SKEW = {"skew_shape", "skew_example", "skew_gather", "skew_unchanged", "skew_float64"}
+CAUSAL = {"causal_shapes", "causal_skewed_mask", "causal_agree", "causal_naive_parity", "causal_skewed_parity",
+          "causal_memory"}
+FAILED = {
+    ("ref_solution", "ps1_learnable_pe"): set(),
+    ("ref_solution", "ps2_relative_pe"): set(),
+    ("deleted_test_cell", "ps1_learnable_pe"): set(),
+    ("blank", "ps1_learnable_pe"): ALL_PS1,
+    ("blank", "ps2_relative_pe"): INDEX | ATTENTION | SKEW | CAUSAL,
+    ("cheat_exec", "ps1_learnable_pe"): ALL_PS1,
+    ("cheat_import", "ps2_relative_pe"): ATTENTION | SKEW | CAUSAL,
+    ("bug_frozen_table", "ps1_learnable_pe"): {"pe_trainable", "pe_gradient"},
+    ("partial", "ps1_learnable_pe"): {"pe_too_long", "pe_dropout"},
+    ("partial", "ps2_relative_pe"): {"attn_mask_batch", "attn_cross_parity", "attn_zero_distance", "attn_mask_rows",
+                                     "causal_shapes", "causal_agree", "causal_naive_parity"},
+    ("bug_no_clip", "ps2_relative_pe"): {"index_example", "index_saturation", "index_int64"}
+    | (ATTENTION - {"attn_tables"}),
+    ("bug_sign_flip", "ps2_relative_pe"): {"index_example", "index_saturation", "index_int64",
+                                           "attn_self_parity", "attn_cross_parity"},
+    ("bug_no_value_term", "ps2_relative_pe"): {"attn_self_parity", "attn_cross_parity", "attn_zero_distance"},
+    ("bug_num_hiddens_scale", "ps2_relative_pe"): {"attn_self_parity", "attn_cross_parity", "attn_zero_distance"},
+    ("bug_skew_reversed", "ps2_relative_pe"): {"skew_example", "skew_gather", "causal_agree",
+                                               "causal_skewed_parity"},
+    ("import_error", "ps2_relative_pe"): INDEX | (ATTENTION - {"attn_tables"}),
+}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Running student code in-process as the sandbox would, without the reference solutions
+
+class _NoSolutions:
+    """Meta-path finder that makes attnkit.solutions unimportable, as it is in the sandbox."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "attnkit.solutions" or name.startswith("attnkit.solutions."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+@contextlib.contextmanager
+def without_solutions():
+    """While student code runs: no attnkit.solutions; torch's global settings put back afterwards."""
+    hidden = {name: sys.modules.pop(name) for name in list(sys.modules)
+              if name == "attnkit.solutions" or name.startswith("attnkit.solutions.")}
+    attribute = attnkit.__dict__.pop("solutions", None)
+    finder = _NoSolutions()
+    sys.meta_path.insert(0, finder)
+    threads, grad, dtype = torch.get_num_threads(), torch.is_grad_enabled(), torch.get_default_dtype()
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+        sys.modules.update(hidden)
+        if attribute is not None:
+            attnkit.solutions = attribute
+        torch.set_num_threads(threads)
+        torch.set_grad_enabled(grad)
+        torch.set_default_dtype(dtype)
+
+
+def execute(sources):
+    """A namespace from running ``sources`` (code strings) in order; a cell that raises is skipped over."""
+    namespace = {"__name__": "__main__"}
+    with without_solutions():
+        for index, source in enumerate(sources):
+            try:
+                exec(compile(source, f"<cell {index}>", "exec"), namespace)
+            except Exception:       # noqa: BLE001 - as in the runner: the next cell still runs
+                pass
+    return namespace
+
+
+def answer_cells(student, assignment):
+    """The setup cell and the answer cells of a fixture notebook (no test cells)."""
+    notebook = nbformat.read(CLASS / student / assignment / f"{assignment}.ipynb", as_version=4)
+    sources = []
+    for cell in notebook.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or meta.get("grade") or meta.get("grade_id") in SLOW_CELLS:
+            continue
+        if meta.get("grade_id") == "setup" or meta.get("solution"):
+            sources.append(cell.source)
+    return sources
+
+
+@lru_cache(maxsize=None)
+def fixture_namespace(student, assignment):
+    return execute(answer_cells(student, assignment))
+
+
+def run_probes(namespace, assignment, inputs):
+    """What the runner does after the cells: every probe on a fresh copy of its inputs."""
+    outputs, errors = {}, {}
+    with without_solutions():
+        for probe in PROBES[assignment]:
+            entry = inputs[probe.name]
+            arrays = {key: value.copy() for key, value in entry["arrays"].items()}
+            params = json.loads(json.dumps(entry["params"]))
+            try:
+                outputs[probe.name] = probe.run(namespace, arrays, params)
+            except Exception as exc:     # noqa: BLE001 - recorded, as the runner does
+                errors[probe.name] = f"{type(exc).__name__}: {exc}"
+    return outputs, errors
+
+
+def inputs_for(assignment, seed):
+    return judges.make_inputs(assignment, seed, memory_length=SMALL)
+
+
+@lru_cache(maxsize=None)
+def graded(student, assignment, seed):
+    """(inputs, outputs, errors, verdicts) of a fixture submission."""
+    inputs = inputs_for(assignment, seed)
+    outputs, errors = run_probes(fixture_namespace(student, assignment), assignment, inputs)
+    return inputs, outputs, errors, judges.judge(assignment, inputs, outputs, errors)
+
+
+def by_id(assignment, verdicts):
+    """{check id: Check}."""
+    ids = judges.check_ids(assignment)
+    return {check_id: check for grade_id, checks in verdicts.items()
+            for check_id, check in zip(ids[grade_id], checks, strict=True)}
+
+
+def passed_ids(assignment, verdicts):
+    return {check_id for check_id, check in by_id(assignment, verdicts).items() if check.passed}
+
+
+def total(verdicts):
+    return sum(judges.scores(verdicts).values())
+
+
+# ---------------------------------------------------------------------------------------------------
+# The contract between probes and checks
+
+def notebook_points(assignment):
+    notebook = nbformat.read(REPO / "source" / assignment / f"{assignment}.ipynb", as_version=4)
+    return {cell.metadata["nbgrader"]["grade_id"]: float(cell.metadata["nbgrader"]["points"])
+            for cell in notebook.cells
+            if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")}
+
+
+@pytest.mark.parametrize("assignment", judges.ASSIGNMENTS)
+def test_checks_carry_the_points_of_the_notebook_cells(assignment):
+    assert judges.max_points(assignment) == notebook_points(assignment)
+    ids = [check_id for cell in judges.check_ids(assignment).values() for check_id in cell]
+    assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize("assignment", judges.ASSIGNMENTS)
+def test_every_probe_feeds_checks_of_its_own_cell(assignment):
+    probe_cells = {probe.name: probe.grade_id for probe in PROBES[assignment]}
+    spec_cells = {spec.probe: spec.grade_id for spec in judges.SPECS[assignment]}
+    assert probe_cells == spec_cells
+    assert all(re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}", name) for name in probe_cells)
+    assert set(inputs_for(assignment, 0)) == set(probe_cells)
+    if assignment == "ps2_relative_pe":      # the one probe that may run out of memory runs last
+        assert PROBES[assignment][-1].name == "causal_memory"
+
+
+def test_probes_module_holds_no_reference_code():
+    tree = ast.parse(Path(probes_module.__file__).read_text())
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert imported == {"dataclasses", "typing", "numpy", "torch", "attnkit.checking"}
+    assert not [node for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr == "solutions"]
+
+
+@pytest.mark.parametrize("assignment", judges.ASSIGNMENTS)
+def test_inputs_are_reproducible_fresh_and_plain(assignment):
+    first, again, other = (judges.make_inputs(assignment, seed) for seed in (11, 11, 12))
+    for probe, entry in first.items():
+        assert set(entry) == {"arrays", "params"}
+        assert json.loads(json.dumps(entry["params"])) == entry["params"]
+        for key, value in entry["arrays"].items():
+            assert type(value) is np.ndarray and value.dtype.kind in "biuf", (probe, key)
+            assert np.array_equal(value, again[probe]["arrays"][key])
+        random_arrays = [key for key, value in entry["arrays"].items() if value.dtype.kind == "f"
+                         and key != "example"]
+        if random_arrays:   # a new seed: new numbers (or new sizes) for every probe that takes any
+            assert any(value.shape != other[probe]["arrays"][key].shape
+                       or not np.array_equal(value, other[probe]["arrays"][key])
+                       for key, value in entry["arrays"].items()), probe
+    if assignment == "ps2_relative_pe":
+        memory = first["causal_memory"]["params"]
+        assert (memory["length"], memory["head_dim"]) == (judges.MEMORY_LENGTH, judges.MEMORY_HEAD_DIM)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The example class: same scores as plain nbgrader, each bug losing exactly its checks
+
+def score_table(seed):
+    """Rows (student, assignment, grade_id, judged, expected) for every fixture that runs."""
+    rows = []
+    for student, assignment in SUBMISSIONS:
+        judged = judges.scores(graded(student, assignment, seed)[3])
+        for grade_id in sorted(judged):
+            rows.append((student, assignment, grade_id, judged[grade_id], EXPECTED[student][assignment][grade_id]))
+    return rows
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_judged_scores_equal_expected_scores(seed):
+    rows = score_table(seed)
+    table = "\n".join(f"{s:22s} {a:17s} {g:19s} judged {j:4g}  expected {e:4g}{'' if j == e else '  <--'}"
+                      for s, a, g, j, e in rows)
+    print(table)
+    assert all(judged == expected for *_, judged, expected in rows), table
+
+
+@pytest.mark.parametrize("student, assignment", SUBMISSIONS)
+def test_each_known_bug_loses_exactly_its_checks(student, assignment):
+    verdicts = graded(student, assignment, 0)[3]
+    failed = {check_id for check_id, check in by_id(assignment, verdicts).items() if not check.passed}
+    assert failed == FAILED[(student, assignment)]
+    for check in by_id(assignment, verdicts).values():
+        assert check.points == (check.max_points if check.passed else 0.0)
+        assert check.passed == (check.message == "")
+        assert "grader could not" not in check.message
+
+
+def test_failed_checks_say_what_to_fix():
+    checks = by_id("ps2_relative_pe", graded("bug_skew_reversed", "ps2_relative_pe", 0)[3])
+    assert "skew(X) on and below the diagonal" in checks["skew_gather"].message
+    checks = by_id("ps1_learnable_pe", graded("bug_frozen_table", "ps1_learnable_pe", 0)[3])
+    assert "requires_grad=False" in checks["pe_trainable"].message
+    assert "no gradient reached the table" in checks["pe_gradient"].message
+    checks = by_id("ps2_relative_pe", graded("blank", "ps2_relative_pe", 0)[3])
+    assert checks["skew_shape"].message == "not implemented yet: your code still raises NotImplementedError"
+    checks = by_id("ps1_learnable_pe", graded("partial", "ps1_learnable_pe", 0)[3])
+    assert "expected ValueError, got another exception" in checks["pe_too_long"].message
+
+
+def test_judged_scores_equal_expected_scores_for_many_seeds():
+    for seed in range(2, 12):
+        mismatches = [row for row in score_table(seed) if row[3] != row[4]]
+        assert not mismatches, (seed, mismatches)
+
+
+@pytest.mark.parametrize("assignment", judges.ASSIGNMENTS)
+def test_a_notebook_that_never_got_there_scores_zero(assignment):
+    inputs = inputs_for(assignment, 0)
+    for outputs, errors in (({}, {}), ({}, {"*": "outputs.npz is not a zip file"}), (None, None)):
+        verdicts = judges.judge(assignment, inputs, outputs, errors)
+        assert total(verdicts) == 0
+        assert set(verdicts) == set(judges.max_points(assignment))
+    message = judges.judge(assignment, inputs, {}, {"*": "outputs.npz is not a zip file"})
+    assert all("could not be used" in c.message for checks in message.values() for c in checks)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Forgery: lies, patched comparisons, malformed or forged outputs earn nothing
+
+LIAR = '''
+import torch
+from torch import nn
+
+class Liar:
+    """Equal to everything, close to everything, true, and any shape you like."""
+    shape = property(lambda self: torch.Size([2, 5, 16]))
+    def __eq__(self, other): return True
+    def __ne__(self, other): return False
+    def __bool__(self): return True
+    def __getattr__(self, name): return lambda *args, **kwargs: self
+    def __array__(self, *args, **kwargs): raise TypeError("no")
+
+def relative_position_index(num_queries, num_keys, max_distance):
+    return Liar()
+
+class RelativeMultiHeadAttention(nn.Module):
+    def __init__(self, num_hiddens, num_heads, dropout, max_distance, bias=False):
+        super().__init__()
+        self.rel_k = self.rel_v = Liar()
+        self.attention_weights = Liar()
+    def forward(self, queries, keys, values, valid_lens=None):
+        return Liar()
+
+def skew(X):
+    return Liar()
+
+def causal_relative_attention(queries, keys, values, rel_k):
+    return Liar(), Liar()
+
+causal_relative_attention_naive = causal_relative_attention
+'''
+
+SUBCLASS = '''
+import torch
+from torch import nn
+
+class Fake(torch.Tensor):
+    """Holds zeros; every Python-level way of reading it claims the right answer, every comparison is True."""
+    answer = None
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        if name in ("eq", "__eq__", "allclose", "equal", "isclose", "ne", "__ne__"):
+            return True if name in ("allclose", "equal") else torch.tensor(name not in ("ne", "__ne__"))
+        return super().__torch_function__(func, types, args, kwargs or {})
+    def numpy(self, *args, **kwargs): return Fake.answer.numpy()
+    def tolist(self): return Fake.answer.tolist()
+    def __array__(self, *args, **kwargs): return Fake.answer.numpy()
+    def detach(self): return Fake.answer
+    def cpu(self): return Fake.answer
+    def double(self): return Fake.answer.double()
+    def to(self, *args, **kwargs): return Fake.answer.to(*args, **kwargs)
+
+class LearnablePositionalEncoding(nn.Module):
+    def __init__(self, num_hiddens, dropout, max_len=1000):
+        super().__init__()
+        self.P = nn.Parameter(torch.zeros(max_len, num_hiddens))
+    def forward(self, X):
+        Fake.answer = (X + self.P[:X.shape[1]]).detach()        # the right numbers, shown only to readers
+        return torch.zeros_like(X).as_subclass(Fake)
+'''
+
+
+def test_objects_that_lie_about_equality_earn_nothing():
+    namespace = execute([LIAR])
+    inputs = inputs_for("ps2_relative_pe", 3)
+    outputs, errors = run_probes(namespace, "ps2_relative_pe", inputs)
+    verdicts = judges.judge("ps2_relative_pe", inputs, outputs, errors)
+    assert total(verdicts) == 0
+    assert not outputs                       # no probe could turn a Liar into numbers
+
+
+def test_a_tensor_subclass_is_read_for_what_it_holds():
+    namespace = execute([SUBCLASS])
+    inputs = inputs_for("ps1_learnable_pe", 3)
+    outputs, errors = run_probes(namespace, "ps1_learnable_pe", inputs)
+    verdicts = judges.judge("ps1_learnable_pe", inputs, outputs, errors)
+    # Zeros of the right shape: the structural checks pass as for any code of that shape, no other.
+    assert passed_ids("ps1_learnable_pe", verdicts) == STRUCTURAL["ps1_learnable_pe"]
+    assert np.array_equal(outputs["pe_known_table"]["output"], np.zeros_like(inputs["pe_known_table"]["arrays"]["X"]))
+
+
+PATCHES = '''
+import numpy as np
+import torch
+import attnkit.checking
+
+torch.allclose = lambda *args, **kwargs: True
+torch.equal = lambda *args, **kwargs: True
+torch.isclose = lambda a, b, *args, **kwargs: torch.ones_like(a, dtype=torch.bool)
+torch.testing.assert_close = lambda *args, **kwargs: None
+torch.Tensor.__eq__ = lambda self, other: torch.ones_like(self, dtype=torch.bool)
+np.allclose = lambda *args, **kwargs: True
+np.array_equal = lambda *args, **kwargs: True
+np.testing.assert_allclose = lambda *args, **kwargs: None
+for name in ("expect", "expect_close", "expect_equal", "expect_shape", "expect_raises"):
+    setattr(attnkit.checking, name, lambda *args, **kwargs: None)
+'''
+
+
+@contextlib.contextmanager
+def patches_undone():
+    """Put back everything PATCHES replaces (in the sandbox the process just ends)."""
+    import attnkit.checking as checking
+    saved = [(torch, "allclose"), (torch, "equal"), (torch, "isclose"), (torch.testing, "assert_close"),
+             (torch.Tensor, "__eq__"), (np, "allclose"), (np, "array_equal"), (np.testing, "assert_allclose")]
+    saved += [(checking, name) for name in ("expect", "expect_close", "expect_equal", "expect_shape", "expect_raises")]
+    values = [(owner, name, owner.__dict__[name] if name in owner.__dict__ else getattr(owner, name))
+              for owner, name in saved]
+    try:
+        yield
+    finally:
+        for owner, name, value in values:
+            setattr(owner, name, value)
+
+
+def test_monkeypatched_comparisons_change_nothing():
+    """The bug_no_value_term answers plus every comparison patched to say 'equal': still 4/8 on attention."""
+    honest = judges.scores(graded("bug_no_value_term", "ps2_relative_pe", 5)[3])
+    with patches_undone():
+        namespace = execute(answer_cells("bug_no_value_term", "ps2_relative_pe") + [PATCHES])
+        assert torch.allclose(torch.zeros(1), torch.ones(1))          # the patches are live...
+        inputs = inputs_for("ps2_relative_pe", 5)
+        outputs, errors = run_probes(namespace, "ps2_relative_pe", inputs)
+        verdicts = judges.judge("ps2_relative_pe", inputs, outputs, errors)   # ...even while judging here
+    assert judges.scores(verdicts) == honest
+    assert judges.scores(verdicts)["test_rel_attention"] == 4.0
+
+
+def _replace_every_array(outputs, make):
+    return {probe: {key: make(value) for key, value in arrays.items()} for probe, arrays in outputs.items()}
+
+
+MALFORMED = {
+    "object dtype": lambda v: np.array([object()] * max(v.size, 1), dtype=object),
+    "strings": lambda v: np.full(v.shape, "1.0"),
+    "complex": lambda v: v.astype(np.complex128),
+    "a list": lambda v: v.tolist(),
+    "a matrix subclass": lambda v: v.reshape(v.shape[0] if v.ndim else 1, -1).view(np.matrix),
+    "a masked array": lambda v: np.ma.masked_array(v),
+    "NaN": lambda v: np.full(v.shape, np.nan),
+    "inf": lambda v: np.full(v.shape, np.inf),
+    "one more row": lambda v: np.concatenate([v, v[:1]]) if v.ndim else v[None],
+    "a scalar": lambda v: np.float64(v.ravel()[0] if v.size else 0.0),
+    "huge": lambda v: np.broadcast_to(np.float64(0.0), (10**6, 10**4)),
+    "None": lambda v: None,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MALFORMED))
+def test_malformed_outputs_fail_their_checks_and_never_raise(kind):
+    for assignment in judges.ASSIGNMENTS:
+        inputs, outputs, _, _ = graded("ref_solution", assignment, 0)
+        start = time.perf_counter()
+        verdicts = judges.judge(assignment, inputs, _replace_every_array(outputs, MALFORMED[kind]), {})
+        assert time.perf_counter() - start < 5
+        passed = passed_ids(assignment, verdicts)
+        if kind == "one more row":       # "count" and "outcome" are scalars there: unchanged, not read alone
+            passed -= {"pe_parameters", "pe_too_long"}
+        assert not passed, (kind, passed)
+
+
+def test_odd_containers_never_raise():
+    inputs = inputs_for("ps2_relative_pe", 0)
+    for outputs, errors in [({"skew_shape": "not a dict"}, {"skew_shape": 12345}), ([1, 2], "no"),
+                            ({"skew_shape/output_X": np.zeros((2, 3, 5, 5))}, {}),
+                            ({"skew_shape": {"output_X": np.zeros((2, 3, 5, 5))}}, {"skew_shape": None})]:
+        verdicts = judges.judge("ps2_relative_pe", inputs, outputs, errors)
+        assert total(verdicts) <= 0.5
+    flat = judges.judge("ps2_relative_pe", inputs, {"skew_shape/output_X": np.zeros((2, 3, 5, 5))}, {})
+    assert by_id("ps2_relative_pe", flat)["skew_shape"].passed      # the flat "probe/key" layout is read too
+    assert not judges.judge("ps2_relative_pe", {}, {"skew_shape": {"output_X": np.zeros((2, 3, 5, 5))}},
+                            {})["test_skew"][0].passed
+
+
+def test_garbage_of_every_shape_and_dtype_never_raises():
+    rng = np.random.default_rng(0)
+    for assignment in judges.ASSIGNMENTS:
+        inputs = inputs_for(assignment, 0)
+        reference = graded("ref_solution", assignment, 0)[1]
+        for _ in range(20):
+            outputs = {}
+            for probe, arrays in reference.items():
+                outputs[probe] = {}
+                for key in arrays:
+                    shape = tuple(int(s) for s in rng.integers(0, 4, size=rng.integers(0, 4)))
+                    dtype = rng.choice([np.float64, np.float32, np.int64, np.int8, np.bool_, np.uint8])
+                    outputs[probe][key] = (rng.standard_normal(shape) * 3).astype(dtype)
+            judges.judge(assignment, inputs, outputs, {})
+
+
+# Checks decided by comparing with the reference on the grader's inputs (the others test a property
+# of the submission's own numbers: structure, masks, shift invariance, agreement of its two versions).
+AGAINST_REFERENCE = {
+    "ps1_learnable_pe": {"pe_gradient", "pe_known_table", "pe_too_long", "pe_parity", "pe_dropout"},
+    "ps2_relative_pe": {"index_example", "index_saturation", "index_int64", "attn_self_parity", "attn_cross_parity",
+                        "attn_zero_distance", "skew_example", "skew_gather", "causal_agree", "causal_naive_parity",
+                        "causal_skewed_parity", "causal_memory"},
+}
+
+
+def test_answers_precomputed_for_other_inputs_fail_every_comparison_with_the_reference():
+    for assignment in judges.ASSIGNMENTS:
+        _, outputs, errors, _ = graded("ref_solution", assignment, 1)
+        verdicts = judges.judge(assignment, inputs_for(assignment, 2), outputs, errors)
+        assert not passed_ids(assignment, verdicts) & AGAINST_REFERENCE[assignment]
+
+
+def forged_outputs(assignment, inputs):
+    """What a submission in full control of its sandbox can write without computing the exercise:
+    zeros, echoes of its inputs, uniform or one-hot weights, and any flag it likes."""
+    forged = {}
+    for probe, entry in inputs.items():
+        a, p = entry["arrays"], entry["params"]
+        out = {}
+        if probe == "pe_parameters":
+            out = {"count": np.array(1), "shapes": np.array([[*a["table"].shape, -1, -1]]), "table": a["table"]}
+        elif probe == "pe_trainable":
+            out = {"table": a["table"] - p["lr"] * a["direction"]}
+        elif probe == "pe_gradient":
+            out = {"grad": np.zeros_like(a["table"])}
+        elif probe in ("pe_shape", "pe_known_table"):
+            out = {"output": np.zeros_like(a["X"])}
+        elif probe == "pe_too_long":
+            out = {"boundary_output": np.zeros_like(a["X_boundary"]), "outcome": np.array(1)}
+        elif probe == "pe_parity":
+            out = {f"output_{i}": np.zeros_like(a[f"X_{i}"]) for i in range(len(p["cases"]))}
+        elif probe == "pe_dropout":
+            out = {"train_output": np.zeros_like(a["X"]), "eval_output": np.zeros_like(a["X"])}
+        elif probe.startswith("index"):
+            out = {f"index_{i}": np.full((q, n), k, dtype=np.int64) for i, (q, n, k) in enumerate(p["cases"])}
+        elif probe == "attn_tables":
+            out = {"rel_k_shape": np.array(a["rel_k"].shape), "rel_v_shape": np.array(a["rel_v"].shape),
+                   "rel_k": a["rel_k"], "rel_v": a["rel_v"]}
+        elif probe.startswith("attn") and probe != "attn_shift":
+            batch, q, k = a["queries"].shape[0], a["queries"].shape[1], a["keys"].shape[1]
+            out = {"output": np.zeros((batch, q, p["num_hiddens"])),
+                   "attention_weights": np.full((batch, p["num_heads"], q, k), 1.0 / k)}
+        elif probe == "attn_shift":
+            n, s, h = a["X"].shape[1], a["prefix"].shape[1], p["num_heads"]
+            out = {"weights_X": np.full((1, h, n, n), 1.0 / n), "weights_Y": np.full((1, h, n + s, n + s), 1.0 / n)}
+        elif probe == "skew_unchanged":
+            out = {"input_after": a["X"].astype(np.float32).astype(np.float64), "output": a["X"].copy()}
+        elif probe.startswith("skew"):
+            out = {f"output_{key}": value.copy() for key, value in a.items()}
+        elif probe in ("causal_shapes", "causal_skewed_mask", "causal_agree"):
+            L = a["queries"].shape[1]
+            eye = np.broadcast_to(np.eye(L), (2, L, L)).copy()
+            values = a["values"].astype(np.float32).astype(np.float64)
+            out = {f"{v}_{k}": x for v in ("naive", "skewed") for k, x in (("output", values), ("weights", eye))}
+        elif probe.startswith("causal") and probe != "causal_memory":
+            out = {f"{k}_{L}": np.zeros((2, L, L if k == "weights" else 8)) for L in p["lengths"]
+                   for k in ("output", "weights")}
+        elif probe == "causal_memory":
+            L, d = p["length"], p["head_dim"]
+            out = {"shapes": np.array([[1, L, d], [1, L, L]]), "output_rows": np.zeros((len(a["rows"]), d)),
+                   "weight_rows": np.zeros((len(a["rows"]), L))}
+        forged[probe] = out
+    return forged
+
+
+@pytest.mark.parametrize("assignment", judges.ASSIGNMENTS)
+def test_forger_in_full_control_of_the_sandbox_earns_only_structural_checks(assignment):
+    """The residual risk, pinned: these checks (worth the same as in the notebooks' visible checks)
+    test structure, which arrays of the right structure have whatever code wrote them."""
+    inputs = inputs_for(assignment, 4)
+    verdicts = judges.judge(assignment, inputs, forged_outputs(assignment, inputs), {})
+    assert passed_ids(assignment, verdicts) == STRUCTURAL[assignment]
+    worth = sum(spec.points for spec in judges.SPECS[assignment] if spec.id in STRUCTURAL[assignment])
+    assert total(verdicts) == worth == {"ps1_learnable_pe": 1.5, "ps2_relative_pe": 5.0}[assignment]
+
+
+def test_probes_return_fresh_plain_arrays():
+    _, outputs, errors, _ = graded("ref_solution", "ps2_relative_pe", 0)
+    assert not errors
+    for arrays in outputs.values():
+        for value in arrays.values():
+            assert type(value) is np.ndarray and value.dtype.kind in "biuf" and value.flags.owndata
+
+
+# ---------------------------------------------------------------------------------------------------
+# The memory probe at full size, under the sandbox's address-space cap, in a subprocess
+
+MEMORY_RUN = '''
+import json, resource, sys
+import numpy as np
+cap = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+import torch
+torch.set_num_threads(1)
+from attnkit.grading.probes import PROBES
+namespace = {"__name__": "__main__"}
+exec(open(sys.argv[2]).read(), namespace)
+probe = next(p for p in PROBES["ps2_relative_pe"] if p.name == "causal_memory")
+with np.load(sys.argv[3]) as data:
+    arrays = {key: data[key] for key in data.files}
+try:
+    result = probe.run(namespace, arrays, json.loads(sys.argv[4]))
+    np.savez(sys.argv[5], **result)
+except Exception as exc:
+    print(f"{type(exc).__name__}: {exc}")
+'''
+
+MEMORY_CAP = 3 * 2**30          # the sandbox's default RLIMIT_AS (attnkit.grading.sandbox.Limits.memory)
+
+
+def _memory_run(tmp_path, sources, inputs):
+    code = tmp_path / "answers.py"
+    code.write_text("\n\n".join(sources))
+    entry = inputs["causal_memory"]
+    np.savez(tmp_path / "in.npz", **entry["arrays"])
+    result = subprocess.run([sys.executable, "-c", MEMORY_RUN, str(MEMORY_CAP), str(code), str(tmp_path / "in.npz"),
+                             json.dumps(entry["params"]), str(tmp_path / "out.npz")],
+                            capture_output=True, text=True, timeout=300, cwd=REPO)
+    if (tmp_path / "out.npz").exists():
+        with np.load(tmp_path / "out.npz") as data:
+            return {"causal_memory": {key: data[key] for key in data.files}}, {}
+    return {}, {"causal_memory": result.stdout.strip() or result.stderr.strip()[-300:] or "no result"}
+
+
+@pytest.mark.slow
+def test_memory_probe_separates_skewed_from_naive_under_the_sandbox_cap(tmp_path):
+    inputs = judges.make_inputs("ps2_relative_pe", 9)
+    answers = answer_cells("ref_solution", "ps2_relative_pe")
+    outputs, errors = _memory_run(tmp_path, answers, inputs)
+    checks = by_id("ps2_relative_pe", judges.judge("ps2_relative_pe", inputs, outputs, errors))
+    assert checks["causal_memory"].passed, checks["causal_memory"].message
+
+    (tmp_path / "out.npz").unlink()
+    naive = answers + ["causal_relative_attention = causal_relative_attention_naive"]
+    outputs, errors = _memory_run(tmp_path, naive, inputs)
+    checks = by_id("ps2_relative_pe", judges.judge("ps2_relative_pe", inputs, outputs, errors))
+    assert not checks["causal_memory"].passed
+    assert "allocate" in checks["causal_memory"].message and "skew(queries @ rel_k.T)" in checks[
+        "causal_memory"].message
+
+
+def test_memory_probe_message_without_any_result():
+    inputs = inputs_for("ps2_relative_pe", 0)
+    checks = by_id("ps2_relative_pe", judges.judge("ps2_relative_pe", inputs, {}, {}))
+    assert "memory" in checks["causal_memory"].message and "GiB" in checks["causal_memory"].message
+
+
+def test_judge_leaves_its_inputs_alone():
+    inputs, outputs, errors, _ = graded("ref_solution", "ps1_learnable_pe", 0)
+    before = copy.deepcopy((inputs, outputs))
+    judges.judge("ps1_learnable_pe", inputs, outputs, errors)
+    for probe in inputs:
+        for key, value in inputs[probe]["arrays"].items():
+            assert np.array_equal(value, before[0][probe]["arrays"][key])
+    assert all(np.array_equal(v, before[1][p][k]) for p in outputs for k, v in outputs[p].items())
+
+
+def test_example_in_the_module_docstring_is_the_interface():
+    text = textwrap.dedent(judges.judge.__doc__)
+    assert "probe_errors" in text and "make_inputs" in text
