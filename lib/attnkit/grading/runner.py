@@ -311,6 +311,7 @@ class Runner:
                     self.report["cells"].append(self.run_cell(cell, namespace))
             self.run_probes(probes, probe_error, inputs, namespace, problem)
         self.report["seconds"] = round(time.perf_counter() - start, 3)
+        self.report["memory"] = peak_memory()
         if self.report["reason"] is None:
             self.report["reason"] = summary(self.report)
         self.write()
@@ -538,6 +539,20 @@ def close_figures():
             pyplot.close("all")
         except Exception:  # the notebook may have broken pyplot; only memory is at stake
             pass
+
+
+def peak_memory():
+    """{"vm": peak address space, "rss": peak resident set} of this process in bytes (Linux), for sizing limits."""
+    peaks = {}
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                name, _, value = line.partition(":")
+                if name in ("VmPeak", "VmHWM"):
+                    peaks["vm" if name == "VmPeak" else "rss"] = int(value.split()[0]) * 1024
+    except (OSError, ValueError):
+        pass
+    return peaks
 
 
 def current_limits(cell_timeout, cell_output):

@@ -213,7 +213,7 @@ def namespace_args(as_root):
     if as_root:
         return ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
                 "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP", *common]
-    return ["--unshare-all", "--disable-userns", *common]
+    return ["--unshare-all", "--unshare-user", "--disable-userns", *common]
 
 
 class Sandbox:
