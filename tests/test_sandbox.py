@@ -246,6 +246,15 @@ def test_runner_records_errors_timeouts_and_caps_output_then_goes_on(scratch):
     assert "square" in exchange.read_outputs(scratch / "out")[0]
 
 
+def test_runner_skips_cells_on_request_and_bounds_the_output_it_keeps(scratch, monkeypatch):
+    monkeypatch.setattr(runner, "REPORT_OUTPUT", 1500)
+    report = run_here(scratch, code("print('a' * 999)", "import os\nos._exit(1)", "print('b' * 999)"), skip={2})
+    cells = cells_by_index(report)
+    assert cells[1]["stdout"] == "a" * 999 + "\n" and "stdout_bytes" not in cells[1]
+    assert cells[2]["status"] == "skipped"
+    assert cells[3]["stdout"] == "b" * 500 and cells[3]["stdout_bytes"] == 1000
+
+
 @pytest.mark.parametrize("content, status, reason", [
     ('{"cells": [', "invalid-notebook", "notebook.ipynb is not valid JSON (line 1, column 12"),
     ("", "invalid-notebook", "notebook.ipynb is empty"),

@@ -34,7 +34,7 @@ MAX_ARRAYS = 256                                            # arrays in one outp
 MAX_ARRAY_BYTES = 32 * 2**20                                # bytes of one array's data
 MAX_TOTAL_BYTES = 128 * 2**20                               # bytes of all arrays together
 MAX_NDIM = 8
-MAX_REPORT_BYTES = 4 * 2**20
+MAX_REPORT_BYTES = 16 * 2**20
 MAX_MESSAGE_CHARS = 300                                     # an error message kept from the sandbox
 ANY_PROBE = "*"                                             # key in the errors of read_outputs: the whole file
 

@@ -42,6 +42,7 @@ EXPECTED = "expected.json"          # optional, trusted: {"cells": {grade_id: ce
 DEFAULT_PROBES = "attnkit.grading.probes"
 CELL_TIMEOUT = 30.0                 # seconds, as nbgrader_config.py sets for nbgrader
 CELL_OUTPUT = 20_000                # bytes kept of each of a cell's stdout and stderr
+REPORT_OUTPUT = 2 * 2**20           # bytes of captured output kept in the whole report (many noisy cells)
 MAX_NOTEBOOK_BYTES = 32 * 2**20
 STUCK_GRACE = 5.0                   # seconds a timed-out cell may take to give up before the process ends
 EXIT_STUCK = 70                     # exit status when a cell or probe ignored its timeout
@@ -283,6 +284,7 @@ class Runner:
         self.report = {"version": 1, "status": "ok", "reason": None, "remarks": [], "cells": [], "probes": {},
                        "assignment": assignment, "limits": current_limits(cell_timeout, cell_output)}
         self.outputs = {}
+        self.output_room = REPORT_OUTPUT
 
     # Messages to the parent -------------------------------------------------------------------------------
     def say(self, record):
@@ -358,9 +360,11 @@ class Runner:
                 record["result"] = value
         record["seconds"] = round(time.perf_counter() - start, 4)
         for name, stream in (("stdout", stdout), ("stderr", stderr)):
+            text = stream.text()[:self.output_room]
+            self.output_room -= len(text)
             if stream.total:
-                record[name] = stream.text()
-            if stream.truncated:
+                record[name] = text
+            if stream.truncated or len(text) < stream.kept:
                 record[f"{name}_bytes"] = stream.total
         close_figures()
         self.say({"event": "done", "cell": record})

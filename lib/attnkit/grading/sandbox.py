@@ -516,16 +516,16 @@ def run_notebook(sandbox, notebook, scratch_dir, assignment=None, inputs=None, l
     report = exchange.read_report(out_dir) if exchange.REPORT_JSON in result.files else {}
     progress = exchange.decode_jsonl(result.files.get(exchange.PROGRESS_JSONL, b""))
     if not report:
-        report = partial_report(progress, assignment)
+        report = partial_report(progress, assignment, exchange.REPORT_JSON in result.files)
     reason = combined_reason(result, report, progress, cell_timeout)
     return NotebookRun(report, reason, result, out_dir)
 
 
-def partial_report(progress, assignment):
-    """What the progress messages say, for a run that ended before the runner wrote its report."""
+def partial_report(progress, assignment, unreadable=False):
+    """What the progress messages say, for a run that ended before the runner wrote a readable report."""
     cells = [event["cell"] for event in progress if event.get("event") == "done" and isinstance(event.get("cell"), dict)]
-    return {"version": 1, "status": "crashed", "reason": None, "remarks": [], "cells": cells, "probes": {},
-            "assignment": assignment}
+    return {"version": 1, "status": "unreadable-report" if unreadable else "crashed", "reason": None,
+            "remarks": [], "cells": cells, "probes": {}, "assignment": assignment}
 
 
 def current_step(progress):
@@ -534,12 +534,13 @@ def current_step(progress):
     for event in progress:
         kind = event.get("event")
         if kind == "stuck":
-            return str(event.get("step"))
+            return exchange.clip_message(event.get("step"), 120)
         if kind == "start":
             if "probe" in event:
                 step = f"probe {event['probe']}"
             else:
                 step = f"cell {event.get('cell')}" + (f" ('{event['grade_id']}')" if event.get("grade_id") else "")
+            step = exchange.clip_message(step, 120)         # the notebook chose the grade_id
         elif kind == "done":
             step = None
     return step
@@ -559,6 +560,8 @@ def combined_reason(result, report, progress, cell_timeout):
     if report.get("status") == "crashed":
         where = f" during {step}" if step else ""
         return f"the run ended before the grader's report was written{where}"
+    if report.get("status") == "unreadable-report":
+        return f"the grader's report was unreadable (not JSON, or over {human(exchange.MAX_REPORT_BYTES)})"
     reason = report.get("reason")
     return exchange.clip_message(reason) if isinstance(reason, str) else None
 
