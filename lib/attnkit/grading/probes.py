@@ -90,7 +90,7 @@ def _tensor_of(value, what, limit=MAX_ELEMENTS):
             plain = plain.to_dense()
         if limit is not None and plain.numel() > limit:
             raise ValueError(f"{what} has {plain.numel()} elements, far more than expected")
-        return plain
+        return plain.resolve_conj().resolve_neg()
 
 
 def _floats(value, what):

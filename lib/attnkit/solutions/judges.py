@@ -14,9 +14,15 @@ decided in the grader's own process, which never imports or runs student code:
    the numbers alone, after validating their dtype and shape.
 
 Points per check follow the notebooks' test cells (visible checks and hidden checks together), so
-the total per grade cell equals the cell's points. A check passes only on numbers that satisfy it;
-no flag the student's process reports is ever believed, with one documented exception
-(``pe_too_long``: whether an exception was a ValueError is inherently the submission's own report).
+the total per grade cell equals the cell's points. A check passes only on numbers that satisfy it.
+Most checks compare with the reference on the grader's inputs. Some test a property of the
+submission's own numbers on those inputs, one that a sound but imperfect answer keeps (masked keys
+get exactly 0 and the others share all the weight; logits do not change when the context shifts;
+the two causal versions agree and average the given values). A few test structure only (shapes,
+dtypes, one trainable parameter, the input left unchanged): arrays of the right structure pass them
+whatever wrote them, as trivial code passes them in the notebook. No flag the student's process
+reports is believed, with one exception: in ``pe_too_long`` "the exception was a ValueError" is
+inherently the submission's own report; it counts only with the right output at n = max_len.
 """
 
 import math
@@ -764,6 +770,8 @@ def _explain_error(error):
         return "not implemented yet: your code still raises NotImplementedError"
     if text.startswith("CheckFailed: "):          # raised by a loading helper: already a sentence
         return text[len("CheckFailed: "):]
+    if text.startswith("not run"):               # the notebook could not be used at all
+        return f"this check did not run: {text[len('not run'):].lstrip(': ')}"
     if _EXCEPTION.match(text):
         return f"your code raised {text}"
     return f"the result could not be used: {text}"
