@@ -303,7 +303,7 @@ def test_a_notebook_that_never_got_there_scores_zero(assignment):
     assert all("could not be used" in c.message for checks in message.values() for c in checks)
     not_run = judges.judge(assignment, inputs, {}, {probe.name: "not run: not valid JSON (line 3)"
                                                     for probe in PROBES[assignment]})
-    assert all(c.message == "this check did not run: not valid JSON (line 3)"
+    assert all(c.message.startswith("this check did not run: not valid JSON (line 3)")
                for checks in not_run.values() for c in checks)
 
 
