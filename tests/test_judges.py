@@ -41,11 +41,8 @@ SUBMISSIONS = [(student, assignment) for student, per in sorted(EXPECTED.items()
 # Checks that arrays with the right structure satisfy without computing the exercise's function:
 # shapes, dtypes, parameter count and trainability, row sums, an input left alone. They are worth
 # the same in the notebooks' visible checks, where trivial code earns them too (see test_forger_...).
-STRUCTURAL = {
-    "ps1_learnable_pe": {"pe_parameters", "pe_trainable", "pe_shape"},
-    "ps2_relative_pe": {"index_dtype", "attn_tables", "attn_self_shape", "attn_cross_shape", "attn_weights_shape",
-                        "skew_shape", "skew_unchanged", "skew_float64", "causal_shapes", "causal_skewed_mask"},
-}
+STRUCTURAL = {assignment: {check["id"] for check in judges.describe(assignment) if check["kind"] == "structure"}
+              for assignment in judges.ASSIGNMENTS}
 
 # The checks each known bug must fail, and no others (ids from judges.check_ids).
 ALL_PS1 = {"pe_parameters", "pe_trainable", "pe_gradient", "pe_shape", "pe_known_table", "pe_too_long",
@@ -200,6 +197,8 @@ def test_checks_carry_the_points_of_the_notebook_cells(assignment):
     assert judges.max_points(assignment) == notebook_points(assignment)
     ids = [check_id for cell in judges.check_ids(assignment).values() for check_id in cell]
     assert len(ids) == len(set(ids))
+    kinds = {check["id"]: check["kind"] for check in judges.describe(assignment)}
+    assert set(kinds) == set(ids) and set(kinds.values()) <= {"reference", "property", "structure"}
 
 
 @pytest.mark.parametrize("assignment", judges.ASSIGNMENTS)
@@ -570,6 +569,29 @@ def forged_outputs(assignment, inputs):
                    "weight_rows": np.zeros((len(a["rows"]), L))}
         forged[probe] = out
     return forged
+
+
+@pytest.mark.parametrize("assignment", judges.ASSIGNMENTS)
+def test_structure_can_be_made_to_need_evidence(assignment):
+    inputs = inputs_for(assignment, 4)
+    strict = judges.judge(assignment, inputs, forged_outputs(assignment, inputs), {}, structure_needs_evidence=True)
+    assert total(strict) == 0
+    structural = [check for check, info in zip([c for cell in strict.values() for c in cell],
+                                               judges.describe(assignment)) if info["kind"] == "structure"]
+    assert structural and all(check.message.startswith("counts only once") for check in structural)
+    # On the example class it changes only the cells whose structural points stood alone.
+    changed = {}
+    for student, fixture_assignment in SUBMISSIONS:
+        if fixture_assignment != assignment:
+            continue
+        inputs, outputs, errors, verdicts = graded(student, assignment, 0)
+        strict = judges.scores(judges.judge(assignment, inputs, outputs, errors, structure_needs_evidence=True))
+        changed.update({(student, grade_id): (points, strict[grade_id])
+                        for grade_id, points in judges.scores(verdicts).items() if strict[grade_id] != points})
+    assert changed == {"ps1_learnable_pe": {("bug_frozen_table", "test_pe_table"): (0.5, 0.0)},
+                       "ps2_relative_pe": {("bug_no_clip", "test_rel_attention"): (0.5, 0.0),
+                                           ("import_error", "test_rel_attention"): (0.5, 0.0),
+                                           ("bug_skew_reversed", "test_skew"): (1.5, 0.0)}}[assignment]
 
 
 @pytest.mark.parametrize("assignment", judges.ASSIGNMENTS)

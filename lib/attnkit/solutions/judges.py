@@ -38,8 +38,8 @@ from attnkit.solutions.relative import relative_position_index as reference_inde
 from attnkit.solutions.skew import causal_relative_attention_naive as reference_causal
 from attnkit.solutions.skew import skew as reference_skew
 
-__all__ = ["ASSIGNMENTS", "Check", "MEMORY_HEAD_DIM", "MEMORY_LENGTH", "check_ids", "judge", "make_inputs",
-           "max_points", "scores"]
+__all__ = ["ASSIGNMENTS", "Check", "MEMORY_HEAD_DIM", "MEMORY_LENGTH", "check_ids", "describe", "judge",
+           "make_inputs", "max_points", "scores"]
 
 ASSIGNMENTS = ("ps1_learnable_pe", "ps2_relative_pe")
 
@@ -644,6 +644,21 @@ class _Spec:
     def id(self):
         return self.key or self.probe
 
+    @property
+    def kind(self):
+        """"reference" (compared with the reference), "property" (of the submission's own numbers on the
+        grader's inputs) or "structure" (shapes, dtypes, parameters: any arrays of that structure pass)."""
+        return next((kind for kind, ids in _KINDS.items() if self.id in ids), "reference")
+
+
+_KINDS = {
+    "structure": {"pe_parameters", "pe_trainable", "pe_shape", "index_dtype", "attn_tables", "attn_self_shape",
+                  "attn_cross_shape", "attn_weights_shape", "skew_shape", "skew_unchanged", "skew_float64",
+                  "causal_shapes", "causal_skewed_mask"},
+    "property": {"index_toeplitz", "index_saturation", "attn_mask_batch", "attn_shift", "attn_mask_rows",
+                 "causal_agree"},
+}
+
 
 SPECS = {
     "ps1_learnable_pe": [
@@ -735,6 +750,12 @@ def max_points(assignment):
     return totals
 
 
+def describe(assignment):
+    """One dict per check, in ``judge``'s order: grade_id, id, name, points, kind, probe (no code, no values)."""
+    return [{"grade_id": spec.grade_id, "id": spec.id, "name": spec.name, "points": float(spec.points),
+             "kind": spec.kind, "probe": spec.probe} for spec in SPECS[assignment]]
+
+
 def check_ids(assignment):
     """{grade_id: [short id of each check]}, in the order ``judge`` lists the checks (stable across runs)."""
     ids = {}
@@ -810,23 +831,34 @@ def _decide(spec, case, arrays, error):
     return True, ""
 
 
-def judge(assignment, inputs, outputs, probe_errors=None):
+def judge(assignment, inputs, outputs, probe_errors=None, *, structure_needs_evidence=False):
     """{grade_id: [Check, ...]} for one submission, decided from the probe outputs alone.
 
     ``inputs`` is what ``make_inputs`` returned for this submission; ``outputs`` {probe: {key: ndarray}}
     (or the flat {"probe/key": ndarray}); ``probe_errors`` {probe: "TypeName: message" or a reason},
     as ``attnkit.grading.exchange.read_outputs`` returns them (key "*": the whole file was rejected).
     A probe with neither outputs nor an error (the notebook never got there) fails its checks.
+
+    With ``structure_needs_evidence``, a structural check (shapes, dtypes, parameters) counts only when
+    a check of another kind in the same cell passed: arrays of the right structure alone then earn
+    nothing. Off by default, because plain nbgrader (and expected_scores.json) gives those points.
     """
     if assignment not in SPECS:
         raise ValueError(f"unknown assignment {assignment!r}; known: {', '.join(SPECS)}")
     outputs = _nested(outputs)
     errors = probe_errors if isinstance(probe_errors, dict) else {}
     inputs = inputs if isinstance(inputs, dict) else {}
-    verdicts = {}
+    decided = []
     for spec in SPECS[assignment]:
         error = errors.get(spec.probe, errors.get("*"))          # "*": the whole outputs file was rejected
-        passed, message = _decide(spec, inputs.get(spec.probe), outputs.get(spec.probe), error)
+        decided.append((spec, *_decide(spec, inputs.get(spec.probe), outputs.get(spec.probe), error)))
+    if structure_needs_evidence:
+        evidenced = {spec.grade_id for spec, passed, _ in decided if passed and spec.kind != "structure"}
+        decided = [(spec, False, "counts only once a check of the values in this cell passes")
+                   if passed and spec.kind == "structure" and spec.grade_id not in evidenced
+                   else (spec, passed, message) for spec, passed, message in decided]
+    verdicts = {}
+    for spec, passed, message in decided:
         points = float(spec.points)
         verdicts.setdefault(spec.grade_id, []).append(
             Check(spec.name, points if passed else 0.0, points, passed, message))
