@@ -6,9 +6,18 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast lab benchmark clean
+.PHONY: setup sandbox-tools demo test test-fast lab benchmark clean
 
-setup: $(STAMP)
+setup: $(STAMP) sandbox-tools
+
+# The grader runs every submission under bubblewrap (Debian/Ubuntu package `bubblewrap`). As root, install
+# it if missing (CI starts from a bare machine); otherwise say what is missing and carry on.
+sandbox-tools:
+	@command -v bwrap >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
+	    { apt-get update -qq && apt-get install -y -qq bubblewrap; }; \
+	  else echo "warning: bwrap not found: sandboxed grading needs it (apt-get install bubblewrap)"; fi; }
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,14 +25,14 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $@
 
 # Library tests, notebook validation (nbval, strict) and the grading pipeline.
-test: $(STAMP)
+test: $(STAMP) sandbox-tools
 	$(PY) -m pytest -n 2 --dist loadfile --nbval --nbval-current-env tests course
 
 # Library tests only: the quick loop while editing lib/.
 test-fast: $(STAMP)
 	$(PY) -m pytest -n 2 tests -m "not slow"
 
-demo: $(STAMP)
+demo: $(STAMP) sandbox-tools
 	$(PY) -m attnkit.grading demo
 
 lab: $(STAMP)
