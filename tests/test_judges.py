@@ -425,7 +425,8 @@ def patches_undone():
     import attnkit.checking as checking
     saved = [(torch, "allclose"), (torch, "equal"), (torch, "isclose"), (torch.testing, "assert_close"),
              (torch.Tensor, "__eq__"), (np, "allclose"), (np, "array_equal"), (np.testing, "assert_allclose")]
-    saved += [(checking, name) for name in ("expect", "expect_close", "expect_equal", "expect_shape", "expect_raises")]
+    saved += [(checking, name)
+              for name in ("expect", "expect_close", "expect_equal", "expect_shape", "expect_raises")]
     values = [(owner, name, owner.__dict__[name] if name in owner.__dict__ else getattr(owner, name))
               for owner, name in saved]
     try:
