@@ -517,6 +517,24 @@ def test_memory_exhaustion_is_reported_as_the_memory_limit(box, course):
 
 
 @pytest.mark.slow
+def test_memory_of_all_processes_together_is_capped_where_cgroups_can_be_made(box, course):
+    """Three children of 512 MiB each stay under RLIMIT_AS one by one; the cgroup stops them together."""
+    if not box.use_cgroups:
+        pytest.skip("this machine lets the grader make no cgroup: only RLIMIT_AS (per process) caps memory")
+    children = ("import os, signal, time\nimport numpy as np\npids = []\nfor _ in range(3):\n"
+                "    pid = os.fork()\n    if pid == 0:\n        block = np.ones(2**29, dtype=np.uint8)\n"
+                "        time.sleep(60)\n    pids.append(pid)\n_, status = os.wait()\n"
+                "print('a child ended by signal', os.WTERMSIG(status))\nfor pid in pids:\n"
+                "    os.kill(pid, signal.SIGKILL)")
+    limits = sandbox.Limits(total_memory=sandbox.GiB, uid=box.limits.uid)
+    run = run_boxed(box, course, code(children), limits=limits, cell_timeout=60)
+    assert run.result.oom_killed and run.result.cgroup in ("v1", "v2")
+    assert cells_by_index(run.report)[1]["stdout"] == "a child ended by signal 9\n"
+    assert run.reason == "one of its processes was killed: its processes together went over the memory limit of 1 GiB"
+    assert not list(Path("/sys/fs/cgroup").glob(f"**/*sandbox-{os.getpid()}-*"))     # removed after the run
+
+
+@pytest.mark.slow
 def test_endless_loop_is_interrupted_and_the_next_cell_runs(box, course):
     run = run_boxed(box, course, code("def square(x):\n    return x * x", "while True:\n    pass", "print('after')"),
                     cell_timeout=1)

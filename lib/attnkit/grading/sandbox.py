@@ -13,7 +13,10 @@ could write: whatever it wants the grader to read it sends over a pipe (see
 Limits (see :class:`Limits`): address space (RLIMIT_AS) per process, CPU seconds (RLIMIT_CPU) per
 process, processes and threads (RLIMIT_NPROC), file size (RLIMIT_FSIZE), open files, no core dumps;
 the tmpfs sizes; bytes of stdout+stderr and of the pipe, counted by the parent, which kills the sandbox
-past them; and a wall clock, also the parent's. RLIMIT_NPROC is not enforced for real root, so when
+past them; and a wall clock, also the parent's. Where this process may create cgroups (root on cgroup
+v1, or a writable cgroup v2 hierarchy), a throwaway cgroup also caps the memory (no swap) and the
+process count of the whole sandbox: RLIMIT_AS alone lets each of many forked children take its full
+allowance (:class:`Cgroup`; ``SandboxResult.cgroup`` says whether one was used). RLIMIT_NPROC is not enforced for real root, so when
 this process is root the command runs as an unprivileged uid: bwrap (as root, no user namespace, all
 capabilities dropped but the three setpriv needs) execs ``prlimit`` then ``setpriv``, which drops to
 ``limits.uid`` with no capabilities, no supplementary groups and no_new_privs. Run as another user,
@@ -54,10 +57,13 @@ FORBIDDEN_IMPORTS = ("attnkit.solutions", "nbgrader", "nbformat", "nbclient", "n
 class Limits:
     """Resource limits of one sandboxed run (bytes, seconds, counts)."""
 
-    memory: int = 3 * GiB            # RLIMIT_AS of each process: torch + numpy + matplotlib take ~0.7 GiB
+    memory: int = 3 * GiB            # RLIMIT_AS of each process: the reference notebooks peak at 0.8-0.9 GiB,
+                                     # the PS2 memory probe needs < 4 GiB (judges.MEMORY_LENGTH)
+    total_memory: int = 4 * GiB      # all its processes and tmpfs files together (a cgroup, where writable)
     cpu_seconds: int = 300           # RLIMIT_CPU of each process: SIGXCPU, then SIGKILL 5 s later
     wall_seconds: float = 300.0      # the whole run, enforced by the parent (kills the process tree)
-    processes: int = 64              # RLIMIT_NPROC of the sandbox uid: processes plus threads
+    processes: int = 64              # RLIMIT_NPROC of the sandbox uid, and the cgroup's pids.max: processes
+                                     # plus threads (a notebook with torch on one thread uses 2)
     file_size: int = 64 * MiB        # RLIMIT_FSIZE: the largest file it may write
     open_files: int = 256            # RLIMIT_NOFILE
     output: int = 1 * MiB            # stdout + stderr of the whole run; past it the run is stopped
@@ -83,6 +89,8 @@ class SandboxResult:
     timed_out: bool = False          # the parent's wall clock ran out and it killed the sandbox
     output_exceeded: bool = False    # stdout + stderr went past limits.output; the sandbox was killed
     channel_exceeded: bool = False
+    oom_killed: bool = False         # the cgroup's memory limit was hit and the kernel killed a process
+    cgroup: str = None               # "v1" or "v2" when a cgroup capped the whole sandbox, else None
     stdout: bytes = b""              # the first limits.output bytes
     stderr: bytes = b""
     files: dict = field(default_factory=dict)    # {name: bytes} the command sent on the pipe
@@ -219,7 +227,9 @@ def namespace_args(as_root):
 class Sandbox:
     """Runs commands in bubblewrap sandboxes that see ``public_dir`` (from stage_public_package) as /opt/attnkit."""
 
-    def __init__(self, public_dir, limits=None, python=None):
+    def __init__(self, public_dir, limits=None, python=None, cgroups=None):
+        """``cgroups``: cap the sandbox's memory and process count as a whole with a cgroup (None: where
+        this process may create cgroups, i.e. root on cgroup v1 or a writable cgroup v2 hierarchy)."""
         check_available()
         self.public_dir = Path(public_dir).resolve()
         if not (self.public_dir / "attnkit" / "__init__.py").is_file():
@@ -231,6 +241,7 @@ class Sandbox:
         self.python = str(python or sys.executable)
         self.as_root = os.geteuid() == 0
         self.bwrap = shutil.which("bwrap")
+        self.use_cgroups = cgroups is None and Cgroup.available() or bool(cgroups)
 
     def python_mounts(self):
         """The interpreter's installation and virtual environment, read-only at their own paths."""
@@ -302,19 +313,32 @@ class Sandbox:
             entry.chmod(entry.stat().st_mode | (0o555 if entry.is_dir() else 0o444))
         channel_r, channel_w = os.pipe()
         status_r, status_w = os.pipe()
+        group = Cgroup.create(limits) if self.use_cgroups else None
+        command = self.command(argv, scratch_dir, limits, channel_w, status_w)
         start = time.monotonic()
         try:
             process = subprocess.Popen(
-                self.command(argv, scratch_dir, limits, channel_w, status_w), stdin=subprocess.DEVNULL,
+                (group.enter_command() if group else []) + command, stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(channel_w, status_w),
                 start_new_session=True, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
         except OSError as error:
             for fd in (channel_r, channel_w, status_r, status_w):
                 os.close(fd)
+            if group:
+                group.remove()
             return SandboxResult(False, reason=f"the sandbox could not start: {error}")
         os.close(channel_w)
         os.close(status_w)
-        return self.watch(process, channel_r, status_r, limits, start)
+        try:
+            result = self.watch(process, channel_r, status_r, limits, start)
+        finally:
+            if group:
+                result.oom_killed, result.cgroup = group.oom_killed(), group.version
+                group.remove()
+        if result.oom_killed and not result.timed_out:
+            who = "killed" if result.exit_code else "one of its processes was killed"
+            result.reason = f"{who}: its processes together went over the memory limit of {human(limits.total_memory)}"
+        return result
 
     def watch(self, process, channel_r, status_r, limits, start):
         """Collect output, pipe and status until the sandbox ends; kill it at a limit."""
@@ -369,6 +393,115 @@ class Sandbox:
         result.files, result.channel_problem = exchange.parse_channel(bytes(data["channel"][:limits.channel]))
         settle(result, process.returncode, data["status"], limits)
         return result
+
+
+class Cgroup:
+    """A throwaway cgroup holding one sandbox: memory (no swap) and process count of all its processes.
+
+    RLIMIT_AS caps each process; only a cgroup caps their sum (a fork bomb whose children each allocate).
+    cgroup v2 when /sys/fs/cgroup is a v2 hierarchy (groups under /sys/fs/cgroup/attnkit), else the v1
+    memory and pids hierarchies, under this process's own groups. The bwrap command is started through
+    ``sh -c 'echo $$ > cgroup.procs; exec bwrap ...'``, so every sandbox process is born inside.
+    """
+
+    ROOT = Path("/sys/fs/cgroup")
+    counter = 0
+
+    def __init__(self, version, folders):
+        self.version, self.folders = version, folders
+
+    @classmethod
+    @functools.lru_cache(maxsize=None)
+    def available(cls):
+        group = cls.create(Limits())
+        if group is None:
+            return False
+        group.remove()
+        return True
+
+    @classmethod
+    def create(cls, limits):
+        """A new cgroup with the limits applied, or None where cgroups cannot be made here."""
+        cls.counter += 1
+        name = f"sandbox-{os.getpid()}-{cls.counter}-{time.monotonic_ns()}"
+        try:
+            if (cls.ROOT / "cgroup.controllers").is_file():
+                return cls.create_v2(name, limits)
+            return cls.create_v1(name, limits)
+        except OSError:
+            return None
+
+    @classmethod
+    def create_v2(cls, name, limits):
+        parent = cls.ROOT / "attnkit"
+        if not parent.is_dir():
+            parent.mkdir(exist_ok=True)
+        if not {"memory", "pids"} <= set((parent / "cgroup.subtree_control").read_text().split()):
+            (parent / "cgroup.subtree_control").write_text("+memory +pids")
+        folder = parent / name
+        folder.mkdir()
+        group = cls("v2", [folder])
+        try:
+            (folder / "memory.max").write_text(str(limits.total_memory))
+            (folder / "memory.swap.max").write_text("0")
+            (folder / "pids.max").write_text(str(limits.processes + 2))     # + bwrap's two processes
+        except OSError:
+            group.remove()
+            raise
+        return group
+
+    @classmethod
+    def create_v1(cls, name, limits):
+        own = {}
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            for controller in controllers.split(","):
+                own[controller] = path.lstrip("/")
+        if not {"memory", "pids"} <= own.keys():
+            return None
+        group = cls("v1", [])
+        try:
+            for controller in ("memory", "pids"):
+                folder = cls.ROOT / controller / own[controller] / f"attnkit-{name}"
+                folder.mkdir()
+                group.folders.append(folder)
+            memory, pids = group.folders
+            (memory / "memory.limit_in_bytes").write_text(str(limits.total_memory))
+            if (memory / "memory.memsw.limit_in_bytes").exists():
+                (memory / "memory.memsw.limit_in_bytes").write_text(str(limits.total_memory))
+            (memory / "memory.swappiness").write_text("0")
+            (pids / "pids.max").write_text(str(limits.processes + 2))
+        except OSError:
+            group.remove()
+            raise
+        return group
+
+    def enter_command(self):
+        """Prefix to a command line: move the shell into every folder of this group, then exec the command."""
+        script = 'while [ "$1" != -- ]; do echo $$ > "$1/cgroup.procs" || exit 125; shift; done; shift; exec "$@"'
+        return ["/bin/sh", "-c", script, "sh", *map(str, self.folders), "--"]
+
+    def oom_killed(self):
+        """True when the kernel killed a process of this group for going over its memory limit."""
+        name = "memory.events" if self.version == "v2" else "memory.oom_control"
+        try:
+            lines = (self.folders[0] / name).read_text().splitlines()
+        except OSError:
+            return False
+        counts = dict(line.split()[:2] for line in lines if len(line.split()) >= 2)
+        return int(counts.get("oom_kill", 0)) > 0
+
+    def remove(self):
+        """Delete the group's folders (they must be empty of processes; retried briefly)."""
+        for folder in self.folders:
+            for _ in range(100):
+                try:
+                    folder.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)
 
 
 def kill_group(process, status):
