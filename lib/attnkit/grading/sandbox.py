@@ -16,11 +16,13 @@ the tmpfs sizes; bytes of stdout+stderr and of the pipe, counted by the parent, 
 past them; and a wall clock, also the parent's. Where this process may create cgroups (root on cgroup
 v1, or a writable cgroup v2 hierarchy), a throwaway cgroup also caps the memory (no swap) and the
 process count of the whole sandbox: RLIMIT_AS alone lets each of many forked children take its full
-allowance (:class:`Cgroup`; ``SandboxResult.cgroup`` says whether one was used). RLIMIT_NPROC is not enforced for real root, so when
-this process is root the command runs as an unprivileged uid: bwrap (as root, no user namespace, all
-capabilities dropped but the three setpriv needs) execs ``prlimit`` then ``setpriv``, which drops to
-``limits.uid`` with no capabilities, no supplementary groups and no_new_privs. Run as another user,
-bwrap makes a user namespace instead (unprivileged user namespaces must be enabled).
+allowance (:class:`Cgroup`; ``SandboxResult.cgroup`` says whether one was used).
+
+RLIMIT_NPROC is not enforced for real root, so when this process is root the command runs as an
+unprivileged uid: bwrap (as root, no user namespace, all capabilities dropped but the three setpriv
+needs) execs ``prlimit`` then ``setpriv``, which drops to ``limits.uid`` with no capabilities, no
+supplementary groups and no_new_privs. Run as another user, bwrap makes a user namespace instead
+(unprivileged user namespaces must be enabled) and prlimit runs inside it, where the count starts.
 
 Setup on Debian/Ubuntu: ``apt-get install -y bubblewrap`` (setpriv and prlimit come with util-linux).
 """
@@ -332,9 +334,10 @@ class Sandbox:
         try:
             result = self.watch(process, channel_r, status_r, limits, start)
         finally:
+            oom_killed = group.oom_killed() if group else False
             if group:
-                result.oom_killed, result.cgroup = group.oom_killed(), group.version
                 group.remove()
+        result.oom_killed, result.cgroup = oom_killed, group.version if group else None
         if result.oom_killed and not result.timed_out:
             who = "killed" if result.exit_code else "one of its processes was killed"
             result.reason = f"{who}: its processes together went over the memory limit of {human(limits.total_memory)}"
@@ -656,7 +659,8 @@ def run_notebook(sandbox, notebook, scratch_dir, assignment=None, inputs=None, l
 
 def partial_report(progress, assignment, unreadable=False):
     """What the progress messages say, for a run that ended before the runner wrote a readable report."""
-    cells = [event["cell"] for event in progress if event.get("event") == "done" and isinstance(event.get("cell"), dict)]
+    cells = [event["cell"] for event in progress
+             if event.get("event") == "done" and isinstance(event.get("cell"), dict)]
     return {"version": 1, "status": "unreadable-report" if unreadable else "crashed", "reason": None,
             "remarks": [], "cells": cells, "probes": {}, "assignment": assignment}
 
