@@ -364,7 +364,7 @@ def public_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def box(public_dir):
-    return sandbox.Sandbox(public_dir, sandbox.Limits(wall_seconds=60, uid=sandbox.worker_uid(900))   # a uid no pool slot uses)
+    return sandbox.Sandbox(public_dir, sandbox.Limits(wall_seconds=60, uid=sandbox.worker_uid(900)))  # no pool slot
 
 
 @pytest.fixture
