@@ -364,7 +364,10 @@ def public_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def box(public_dir):
-    return sandbox.Sandbox(public_dir, sandbox.Limits(wall_seconds=60, uid=sandbox.worker_uid(900)))  # no pool slot
+    # A uid no pool slot uses, and one per xdist worker: RLIMIT_NPROC counts all processes of a uid, so a
+    # fork bomb in one worker's test must not starve a sandbox that another worker runs at the same time.
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").lstrip("gw") or 0)
+    return sandbox.Sandbox(public_dir, sandbox.Limits(wall_seconds=60, uid=sandbox.worker_uid(900 + worker)))
 
 
 @pytest.fixture

@@ -265,9 +265,12 @@ class Sandbox:
         """The full bwrap command line for ``argv`` (python -> this interpreter)."""
         argv = [self.python if i == 0 and a == "python" else a.replace(CHANNEL, str(channel_fd))
                 for i, a in enumerate(argv)]
-        args = [self.bwrap, *system_mounts(), *self.python_mounts(),
-                "--perms", "0755", "--dir", "/opt", "--ro-bind", str(self.public_dir), PUBLIC,
+        # /tmp's tmpfs comes first: an interpreter or virtual environment living under /tmp (a CI clone)
+        # is then bound on top of it instead of being hidden by it.
+        args = [self.bwrap, *system_mounts(),
                 "--perms", "01777", "--size", str(limits.tmp_size), "--tmpfs", "/tmp",
+                *self.python_mounts(),
+                "--perms", "0755", "--dir", "/opt", "--ro-bind", str(self.public_dir), PUBLIC,
                 "--perms", "01777", "--size", str(limits.scratch_size), "--tmpfs", SCRATCH]
         for entry in sorted(Path(scratch_dir).absolute().iterdir()):
             if entry.name != exchange.OUT_DIR:
