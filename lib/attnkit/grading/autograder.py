@@ -1,12 +1,14 @@
-"""The autograde step, behind one small interface so that a sandboxed, parallel grader can replace it.
+"""The autograde step, behind one small interface: plain nbgrader, or the sandboxed grader.
 
-An :class:`Autograder` turns each job (one student's submission of one assignment, already placed in
-submitted/) into scores. The pipeline hands it every job at once and reads the outcomes as they come, in
-any order; one bad submission must give a failed :class:`Outcome`, never an exception.
+An :class:`Autograder` turns each job (one student's submission of one assignment) into scores. The
+pipeline hands it every job at once and reads the outcomes as they come, in any order; one bad
+submission must give a failed :class:`Outcome`, never an exception.
 
 :class:`NbgraderAutograder` is plain ``nbgrader autograde --force``, one student at a time, run in this
-process (which is therefore the only process writing the gradebook). A replacement that runs student code
-elsewhere must return its verdicts to the parent and let the parent write them.
+process (which is therefore the only process writing the gradebook); it grades the copy the pipeline
+placed in submitted/. :class:`~attnkit.grading.sandboxed.SandboxAutograder` runs student code in
+sandboxes, reads the submissions where they were handed in (``uses_submitted = False``), and writes the
+verdicts and its own feedback pages from the parent (``writes_feedback = True``).
 """
 
 import abc
@@ -14,6 +16,7 @@ import re
 import time
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import nbformat
 from nbformat.warnings import MissingIDFieldWarning
@@ -24,29 +27,49 @@ from .precheck import first_line
 
 @dataclass(frozen=True)
 class Job:
-    """Grade ``student``'s submission of ``assignment``."""
+    """Grade ``student``'s submission of ``assignment``; ``folder`` holds it as handed in (only read)."""
 
     assignment: str
     student: str
+    folder: Path = field(default=None, compare=False)
 
 
 @dataclass
 class Outcome:
-    """What became of a job: ``ok`` when nbgrader produced scores; ``issues`` say what went wrong."""
+    """What became of a job: ``ok`` when it was graded; ``issues`` say what went wrong.
+
+    The sandboxed grader also returns the points per grade cell, the judged checks
+    ({grade_id: [[name, points, max_points, passed, message]]}), the first failed check's message
+    per cell (``failures``), its feedback page, and whether the verdict came from the journal.
+    """
 
     job: Job
     ok: bool
     seconds: float
     issues: list = field(default_factory=list)
     log: str = ""
+    points: dict = None
+    checks: dict = None
+    failures: dict = None
+    feedback: Path = None
+    resumed: bool = False
 
 
 class Autograder(abc.ABC):
-    """Grades jobs whose files are in the course's submitted/ folder; scores land in its gradebook."""
+    """Grades jobs; scores land in the course gradebook, written by this (the parent) process only."""
+
+    uses_submitted = True        # grades the copies the pipeline places in the course's submitted/
+    writes_feedback = False      # the pipeline runs nbgrader's generate_feedback for graded jobs
+
+    def prepare(self, assignments):
+        """Check, before anything is written, that ``assignments`` can be graded (ValueError if not)."""
 
     @abc.abstractmethod
     def run(self, jobs):
         """Grade each job in ``jobs``; yield one Outcome per job, in any order, never raising for a job."""
+
+    def forget(self, assignment, student):
+        """Drop what this grader wrote for a submission that is no longer graded (rejected, failed, missing)."""
 
 
 class NbgraderAutograder(Autograder):
