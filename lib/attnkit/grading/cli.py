@@ -1,11 +1,15 @@
 """Command line of the grading pipeline: ``python -m attnkit.grading`` (console script: ``attnkit``).
 
   release [ASSIGNMENT...] [--check]   student versions from source/ (--check: report drift, exit 1 if any)
-  grade ASSIGNMENT... --submissions DIR [--students CSV] [--reports DIR]
-  demo [--reports DIR]                grade the bundled example class in the kit's repository
+  grade ASSIGNMENT... --submissions DIR [--students CSV] [--reports DIR] [GRADER OPTIONS]
+  demo [--reports DIR] [GRADER OPTIONS]   grade the bundled example class in the kit's repository
+
+Grader options: --grader sandbox (default: each submission in a bubblewrap sandbox, verdicts from the
+trusted judges, a pool of --workers N, resumable) or --grader nbgrader (plain nbgrader autograde);
+--fresh ignores the journal of an earlier run; --show-tests puts the visible test cells in the feedback.
 
 Exit status: 0 done (bad submissions are reported, they do not fail the run), 1 release drift,
-2 usage or course errors.
+2 usage or course errors (also: the sandbox cannot run here; the message says how to install it).
 """
 
 import argparse
@@ -14,8 +18,9 @@ import sys
 from pathlib import Path
 
 from .course import Course
-from .pipeline import demo, grade
+from .pipeline import GRADERS, demo, grade
 from .release import NbgraderError, drift, release
+from .sandbox import SandboxUnavailable
 
 
 def parser():
@@ -37,10 +42,31 @@ def parser():
                      help="folder of STUDENT/ASSIGNMENT/ folders (only read)")
     run.add_argument("--students", type=Path, metavar="CSV", help="class list CSV with an 'id' column (nbgrader's format)")
     run.add_argument("--reports", type=Path, metavar="DIR", help="where the reports go (default: COURSE/grades)")
+    grader_options(run)
 
     example = commands.add_parser("demo", help="grade the example class (tests/fixtures/example_class)")
     example.add_argument("--reports", type=Path, metavar="DIR", help="where the reports go (default: COURSE/grades)")
+    grader_options(example)
     return top
+
+
+def grader_options(command):
+    command.add_argument("--grader", choices=GRADERS, default="sandbox",
+                         help="sandbox (default): every submission in its own sandbox, judged outside it; "
+                              "nbgrader: plain nbgrader autograde (no isolation)")
+    command.add_argument("--workers", type=positive, metavar="N",
+                         help="sandboxes run at once (default: the number of CPU cores)")
+    command.add_argument("--fresh", action="store_true",
+                         help="grade everything again, ignoring the journal of an earlier (interrupted) run")
+    command.add_argument("--show-tests", action="store_true",
+                         help="show the released visible test cells in the feedback pages (never hidden tests)")
+
+
+def positive(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
+    return value
 
 
 def main(argv=None):
@@ -48,7 +74,7 @@ def main(argv=None):
     configure_logging(logging.WARNING if args.quiet else logging.INFO)
     try:
         return COMMANDS[args.command](args)
-    except (ValueError, FileNotFoundError, NbgraderError) as error:
+    except (ValueError, FileNotFoundError, NbgraderError, SandboxUnavailable) as error:
         print(f"attnkit: error: {error}", file=sys.stderr)
         return 2
 
@@ -70,19 +96,26 @@ def run_release(args):
 
 def run_grade(args):
     course = Course(args.root or Path.cwd())
-    show(grade(course, args.assignments, args.submissions, args.students, args.reports))
+    show(grade(course, args.assignments, args.submissions, args.students, args.reports, **options(args)))
     return 0
 
 
 def run_demo(args):
-    show(demo(args.root, args.reports))
+    show(demo(args.root, args.reports, **options(args)))
     return 0
+
+
+def options(args):
+    return {"grader": args.grader, "workers": args.workers, "fresh": args.fresh, "show_tests": args.show_tests,
+            "progress": not args.quiet}
 
 
 def show(run):
     print(run.text())
     graded = sum(s.status == "graded" for s in run.submissions.values())
-    print(f"\n{graded} of {len(run.submissions)} submissions graded; reports:")
+    resumed = sum(s.resumed for s in run.submissions.values())
+    again = f" ({resumed} taken from the journal of an earlier run)" if resumed else ""
+    print(f"\n{graded} of {len(run.submissions)} submissions graded{again}; reports:")
     for path in run.reports.values():
         print(f"  {path}")
 

@@ -3,14 +3,19 @@
 1. Sync the gradebook with source/ (generate_assignment into a scratch folder, so release/ is untouched)
    and warn when the committed release/ has drifted from source/.
 2. Enrol the students (the CSV's rows, as ``nbgrader db student import`` reads them, plus any folder found).
-3. Copy each submission to submitted/STUDENT/ASSIGNMENT/ (the originals are only ever read) and pre-check
-   it; a submission that cannot be graded is rejected with its reason and scores 0.
+3. Pre-check each submission where it was handed in (the originals are only ever read); a submission
+   that cannot be graded is rejected with its reason and scores 0. The plain nbgrader grader also needs
+   a copy in submitted/STUDENT/ASSIGNMENT/; the sandboxed one (the default) never writes submitted/.
 4. Autograde the rest through an :class:`~attnkit.grading.autograder.Autograder` (forced re-grading:
-   automatic scores are recomputed, manual scores entered in formgrader are kept).
-5. Generate feedback HTML, export grades.csv, and write the per-cell table, a histogram and a JSON report.
+   automatic scores are recomputed, manual scores entered in formgrader are kept): by default the
+   sandboxed, parallel, resumable :class:`~attnkit.grading.sandboxed.SandboxAutograder`, or
+   ``grader="nbgrader"`` for plain ``nbgrader autograde``. A progress bar with an ETA goes to stderr.
+5. Feedback HTML, grades.csv (nbgrader's export), cells.csv and checks.csv, the per-cell table with the
+   reason for every lost point, a score histogram, a per-exercise success-rate plot and a JSON report.
 
 This process is the only one that writes the gradebook. Running it twice on the same files gives the same
-scores, statuses and reasons.
+scores, statuses and reasons. With the sandboxed grader, nothing outside the reports folder changes but
+the gradebook.
 """
 
 import csv
@@ -23,16 +28,20 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 
+from . import runner
 from .autograder import Job, NbgraderAutograder
 from .course import Course
-from .precheck import check_submission
+from .precheck import Issue, check_submission
+from .progress import Progress
 from .release import compare_trees, release
-from .reports import export_totals, format_table, plot_totals, read_scores, write_cell_csv
+from .reports import (export_totals, format_table, number, plot_success, plot_totals, read_scores, write_cell_csv,
+                      write_check_csv)
 
 log = logging.getLogger(__name__)
 
 EXAMPLE_CLASS = Path("tests") / "fixtures" / "example_class"
 STUDENT_COLUMNS = ("first_name", "last_name", "email", "lms_user_id")   # besides 'id', as nbgrader imports
+GRADERS = ("sandbox", "nbgrader")
 
 
 @dataclass
@@ -48,6 +57,10 @@ class Submission:
     status: str = "pending"
     issues: list = field(default_factory=list)
     seconds: float = None
+    failures: dict = field(default_factory=dict)   # grade_id -> why it lost points (first failed check)
+    checks: dict = None                            # grade_id -> [[name, points, max, passed, message]]
+    feedback: str = None                           # the feedback page, when one was written
+    resumed: bool = False                          # verdict taken from the journal of an earlier run
 
     @property
     def bad(self):
@@ -76,14 +89,25 @@ class GradingRun:
         parts = [f"{a}\n{format_table(self.table, a, self.statuses(a))}" for a in self.assignments]
         if self.table.review:
             parts.append("* awaits a manual grade (formgrader)")
-        sections = [("Problems", self.problem_lines()), ("Nothing handed in", self.missing_lines()),
-                    ("Warnings", [f"  {w}" for w in self.warnings])]
+        sections = [("Problems", self.problem_lines()), ("Lost points (first failed check of each exercise)",
+                                                          self.failure_lines()),
+                    ("Nothing handed in", self.missing_lines()), ("Warnings", [f"  {w}" for w in self.warnings])]
         parts += [f"{title}:\n" + "\n".join(lines) for title, lines in sections if lines]
         return "\n\n".join(parts)
 
     def problem_lines(self):
         return [f"  {s.student} / {s.assignment} [{s.status}]: {'; '.join(s.issues)}"
                 for s in self.bad() if s.status != "missing"]
+
+    def failure_lines(self):
+        lines = []
+        for (student, assignment), record in sorted(self.submissions.items()):
+            maxima = dict(self.table.cells.get(assignment, []))
+            for grade_id, message in record.failures.items():
+                points = self.table.points.get((student, assignment), {}).get(grade_id)
+                score = f" ({number(points)}/{number(maxima[grade_id])})" if points is not None and grade_id in maxima else ""
+                lines.append(f"  {student} / {assignment} / {grade_id}{score}: {message}")
+        return lines
 
     def missing_lines(self):
         lines = []
@@ -94,55 +118,94 @@ class GradingRun:
         return lines
 
 
-def grade(course, assignments, submissions, students_csv=None, reports_dir=None, autograder=None):
+def grade(course, assignments, submissions, students_csv=None, reports_dir=None, autograder=None, *,
+          grader="sandbox", workers=None, fresh=False, show_tests=False, progress=False):
     """Grade every student's submission of ``assignments`` (all of source/ when empty).
 
     ``submissions`` is a folder of STUDENT/ASSIGNMENT/ folders; ``students_csv`` the class list (an 'id'
-    column, optional first_name, last_name, email); ``reports_dir`` where the reports go (default: the
-    course's grades/); ``autograder`` the Autograder to use (default: NbgraderAutograder).
+    column, optional first_name, last_name, email); ``reports_dir`` the grader's output folder (default:
+    the course's grades/); ``autograder`` an Autograder, else one made by :func:`make_autograder` from
+    ``grader`` ('sandbox' or 'nbgrader'), ``workers``, ``fresh`` and ``show_tests``; ``progress``: draw a
+    progress bar with an ETA on stderr.
     """
     course = course if isinstance(course, Course) else Course(course)
     assignments = course.check_assignments(assignments)
     submissions = existing_dir(submissions, "submissions")
     roster = read_roster(students_csv) if students_csv else {}
     students = class_list(roster, submissions)
-    reports_dir = Path(reports_dir) if reports_dir else course.root / "grades"
-    records, warnings = prepare(course, assignments, submissions, roster, students)
-    jobs = [Job(r.assignment, r.student) for r in records.values() if r.status == "pending"]
+    reports_dir = Path(reports_dir).resolve() if reports_dir else course.root / "grades"
+    autograder = autograder or make_autograder(grader, course, reports_dir, workers=workers, fresh=fresh,
+                                               show_tests=show_tests)
+    autograder.prepare(assignments)
+    records, warnings = prepare(course, assignments, submissions, roster, students, autograder)
+    jobs = [Job(r.assignment, r.student, submissions / r.student / r.assignment)
+            for r in records.values() if r.status == "pending"]
     reset_automatic_scores(course, jobs)
-    autograder = autograder or NbgraderAutograder(course)
     api = course.api()
+    bar = Progress(len(jobs)) if progress and jobs else None
     for outcome in autograder.run(jobs):
         record = records[outcome.job.student, outcome.job.assignment]
-        settle(course, api, record, outcome, reports_dir / "logs")
+        settle(course, api, record, outcome, reports_dir / "logs", autograder, quiet=bar is not None)
+        if bar:
+            bar.update(f"{record.student} / {record.assignment}", progress_note(record, outcome),
+                       timed=not outcome.resumed)
+    if bar:
+        bar.close()
     table = read_scores(course, assignments, students)
     run = GradingRun(assignments, records, table, {}, warnings)
     run.reports = write_reports(course, run, reports_dir)
     return run
 
 
-def prepare(course, assignments, submissions, roster, students):
-    """Steps 1-3: gradebook in sync, students enrolled, submissions copied and pre-checked.
+def make_autograder(grader, course, reports_dir, workers=None, fresh=False, show_tests=False):
+    """'sandbox': the sandboxed parallel grader writing into ``reports_dir``; 'nbgrader': plain nbgrader."""
+    if grader == "nbgrader":
+        return NbgraderAutograder(course)
+    if grader != "sandbox":
+        raise ValueError(f"grader: expected one of {GRADERS}, got {grader!r}")
+    from .sandboxed import SandboxAutograder        # imports the trusted judges: instructors only
+    return SandboxAutograder(course, reports_dir, workers=workers, fresh=fresh, show_tests=show_tests)
+
+
+def progress_note(record, outcome):
+    """'5.5/6 points, 3.2 s', 'from the journal' or 'failed: why', for the progress line."""
+    if record.status != "graded":
+        return f"{record.status}: {record.issues[-1] if record.issues else ''}"
+    text = "graded"
+    if outcome.points:
+        auto = [p for p in outcome.points.values() if p is not None]
+        text = f"{sum(auto):g} points"
+    return text + (" (from the journal)" if outcome.resumed else f", {outcome.seconds:.1f} s")
+
+
+def prepare(course, assignments, submissions, roster, students, autograder=None):
+    """Steps 1-3: gradebook in sync, students enrolled, submissions pre-checked (and copied for nbgrader).
 
     Returns ({(student, assignment): Submission}, warnings); gradable submissions are 'pending'.
     """
+    copy = getattr(autograder, "uses_submitted", True)
     with tempfile.TemporaryDirectory(prefix="attnkit-grade-") as scratch:
         warnings = sync_gradebook(course, assignments, Path(scratch))
         enrol(course, roster, students)
         warnings += [f"student folder '{s}' is not in the class list; graded anyway"
                      for s in students if roster and s not in roster]
-        records = {(s, a): place(course, submissions, s, a, Path(scratch) / a)
+        records = {(s, a): place(course, submissions, s, a, Path(scratch) / a, copy=copy)
                    for a in assignments for s in students}
+    for record in records.values():
+        if record.status != "pending":
+            forget(course, record.assignment, record.student, nbgrader_files=copy)
+            if autograder is not None:
+                autograder.forget(record.assignment, record.student)
     return records, warnings
 
 
-def demo(root=None, reports_dir=None, autograder=None):
+def demo(root=None, reports_dir=None, autograder=None, **options):
     """:func:`grade` on the kit's example class (tests/fixtures/example_class), all assignments."""
     course = Course(root if root is not None else kit_root())
     example = course.root / EXAMPLE_CLASS
     if not example.is_dir():
         raise FileNotFoundError(f"root: no example class at {example}")
-    return grade(course, [], example, example / "students.csv", reports_dir, autograder)
+    return grade(course, [], example, example / "students.csv", reports_dir, autograder, **options)
 
 
 def kit_root():
@@ -208,26 +271,39 @@ def enrol(course, roster, students):
             gradebook.update_or_create_student(student, **details)
 
 
-def place(course, submissions, student, assignment, released):
-    """Copy one submission into submitted/ and pre-check it; the returned record is 'pending' if gradable."""
+def place(course, submissions, student, assignment, released, copy=True):
+    """Pre-check one submission (and copy it into submitted/ when ``copy``); 'pending' if gradable.
+
+    Without ``copy`` (the sandboxed grader) a notebook nbformat rejects but whose cells can be read is
+    still graded: its cells run as they are, and the reason becomes a remark.
+    """
     record = Submission(student, assignment)
     original = submissions / student / assignment
-    target = course.assignment_dir("submitted", assignment, student)
-    if original.resolve() != target.resolve():
-        remove_tree(target)
-        if original.is_dir():
-            shutil.copytree(original, target)
+    if copy:
+        target = course.assignment_dir("submitted", assignment, student)
+        if original.resolve() != target.resolve():
+            remove_tree(target)
+            if original.is_dir():
+                shutil.copytree(original, target)
     if not original.is_dir():
         record.status, record.issues = "missing", [f"nothing handed in (no folder {student}/{assignment}/)"]
     else:
         issues = check_submission(original, released, course.assignment_dir("source", assignment))
+        if not copy and any(issue.fatal for issue in issues) and runnable(original, released):
+            issues = [Issue(f"{issue.reason} (graded anyway: its cells could be read)") if issue.fatal else issue
+                      for issue in issues]
         record.issues = [issue.reason for issue in issues]
         record.status = "rejected" if any(issue.fatal for issue in issues) else "pending"
-    if record.status != "pending":
-        forget(course, assignment, student)
     if record.status == "rejected":
         log.warning("%s / %s rejected: %s", student, assignment, "; ".join(record.issues))
     return record
+
+
+def runnable(original, released):
+    """True when every released notebook is in ``original`` with a list of cells the runner can run."""
+    names = [path.name for path in released.glob("*.ipynb")]
+    return bool(names) and all((original / name).is_file() and runner.read_cells(original / name)[2] is None
+                               for name in names)
 
 
 def reset_automatic_scores(course, jobs):
@@ -248,30 +324,45 @@ def reset_automatic_scores(course, jobs):
         gradebook.db.commit()
 
 
-def settle(course, api, record, outcome, logs_dir):
-    """Record an autograde outcome; make feedback for graded work, forget failed work; keep nbgrader's log."""
+def settle(course, api, record, outcome, logs_dir, autograder=None, quiet=False):
+    """Record an autograde outcome; feedback for graded work (nbgrader's, unless the grader wrote its
+    own), forget failed work; keep the grader's log."""
     record.seconds = outcome.seconds
-    record.issues += outcome.issues
+    record.issues += [issue for issue in outcome.issues if issue not in record.issues]
+    record.resumed = outcome.resumed
     text = outcome.log
+    writes_feedback = getattr(autograder, "writes_feedback", False)
     if outcome.ok:
         record.status = "graded"
-        feedback = api.generate_feedback(record.assignment, record.student, force=True)
-        text += feedback.get("log", "") + feedback.get("error", "")
-        if not feedback["success"]:
-            record.issues.append("feedback HTML could not be generated (see the log)")
+        record.failures = dict(outcome.failures or {})
+        record.checks = outcome.checks
+        if writes_feedback:
+            record.feedback = str(outcome.feedback) if outcome.feedback else None
+        else:
+            feedback = api.generate_feedback(record.assignment, record.student, force=True)
+            text += feedback.get("log", "") + feedback.get("error", "")
+            if not feedback["success"]:
+                record.issues.append("feedback HTML could not be generated (see the log)")
+            else:
+                page = course.assignment_dir("feedback", record.assignment, record.student)
+                record.feedback = str(next(iter(sorted(page.glob("*.html"))), page))
     else:
         record.status = "failed"
-        forget(course, record.assignment, record.student)
+        forget(course, record.assignment, record.student, nbgrader_files=getattr(autograder, "uses_submitted", True))
+        if autograder is not None:
+            autograder.forget(record.assignment, record.student)
     logs_dir.mkdir(parents=True, exist_ok=True)
     (logs_dir / f"{record.assignment}--{record.student}.log").write_text(text, encoding="utf-8")
-    log.info("%s / %s %s in %.1f s%s", record.student, record.assignment, record.status, outcome.seconds,
-             (": " + "; ".join(record.issues)) if record.issues else "")
+    (log.debug if quiet else log.info)(
+        "%s / %s %s in %.1f s%s", record.student, record.assignment, record.status, outcome.seconds,
+        (": " + "; ".join(record.issues)) if record.issues else "")
 
 
-def forget(course, assignment, student):
-    """Drop a submission's scores, autograded copy and feedback, so nothing stale survives a re-run."""
-    for step in ("autograded", "feedback"):
-        remove_tree(course.assignment_dir(step, assignment, student))
+def forget(course, assignment, student, nbgrader_files=True):
+    """Drop a submission's scores (and nbgrader's autograded copy and feedback), so nothing stale survives."""
+    if nbgrader_files:
+        for step in ("autograded", "feedback"):
+            remove_tree(course.assignment_dir(step, assignment, student))
     with Gradebook(course.db_url, course.course_id) as gradebook:
         try:
             gradebook.remove_submission(assignment, student)
@@ -285,13 +376,21 @@ def remove_tree(path):
 
 
 def write_reports(course, run, reports_dir):
-    """Write grades.csv (nbgrader export), cells.csv, scores.png, table.txt and report.json."""
+    """Write grades.csv (nbgrader export), cells.csv, checks.csv (sandboxed grader), scores.png,
+    success.png, table.txt and report.json."""
     reports_dir.mkdir(parents=True, exist_ok=True)
-    paths = {name: reports_dir / name for name in
-             ("grades.csv", "cells.csv", "scores.png", "table.txt", "report.json")}
+    names = ["grades.csv", "cells.csv", "scores.png", "success.png", "table.txt", "report.json"]
+    checked = {key: record.checks for key, record in run.submissions.items() if record.checks}
+    if checked:
+        names.insert(2, "checks.csv")
+    paths = {name: reports_dir / name for name in names}
     export_totals(course, paths["grades.csv"], run.assignments)
     write_cell_csv(run.table, paths["cells.csv"])
+    if checked:
+        write_check_csv(checked, paths["checks.csv"])
     plot_totals(run.table, paths["scores.png"])
+    handed_in = {key for key, record in run.submissions.items() if record.status != "missing"}
+    plot_success(run.table, handed_in, paths["success.png"])
     paths["table.txt"].write_text(run.text() + "\n", encoding="utf-8")
     paths["report.json"].write_text(json.dumps(report(run), indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return paths
@@ -302,7 +401,7 @@ def report(run):
     students = {}
     for (student, assignment), record in sorted(run.submissions.items()):
         entry = asdict(record)
-        del entry["student"], entry["assignment"]
+        del entry["student"], entry["assignment"], entry["checks"]
         entry["points"] = run.table.points[student, assignment]
         entry["total"] = run.table.total(student, assignment)
         students.setdefault(student, {})[assignment] = entry

@@ -147,3 +147,50 @@ def plot_totals(table, path):
         ax.set_ylabel("students")
     figure.tight_layout()
     figure.savefig(path, dpi=100)
+
+
+def write_check_csv(checks, path):
+    """One row per submission and judged check: the sandboxed grader's verdicts with their messages.
+
+    ``checks``: {(student, assignment): {grade_id: [[name, points, max_points, passed, message]]}}.
+    """
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["student", "assignment", "grade_id", "check", "passed", "points", "max_points", "message"])
+        for (student, assignment), cells in sorted(checks.items()):
+            for grade_id, found in cells.items():
+                for name, points, max_points, passed, message in found:
+                    writer.writerow([student, assignment, grade_id, name, bool(passed), number(points),
+                                     number(max_points), message])
+
+
+def plot_success(table, handed_in, path):
+    """Save, per assignment, the share of handed-in submissions with full points in each exercise (bars)
+    and the mean share of points (dots) to ``path`` (PNG). ``handed_in``: {(student, assignment)}.
+
+    Cells that still await a hand grade for some submission are left out (their score is not known yet).
+    """
+    assignments = list(table.cells)
+    figure = Figure(figsize=(4.5 * len(assignments), 3.4))
+    axes = figure.subplots(1, len(assignments), squeeze=False)
+    for ax, assignment in zip(axes[0], assignments):
+        students = [s for s in table.students if (s, assignment) in handed_in]
+        cells = [(grade_id, top) for grade_id, top in table.cells[assignment] if top > 0 and not any(
+            (s, assignment, grade_id) in table.review for s in students)]     # hand grading still pending
+        names = [grade_id for grade_id, _ in cells]
+        full, mean = [], []
+        for grade_id, top in cells:
+            shares = [table.points[s, assignment][grade_id] / top for s in students]
+            full.append(sum(share >= 1.0 for share in shares) / len(shares) if shares else 0.0)
+            mean.append(sum(shares) / len(shares) if shares else 0.0)
+        positions = range(len(names))
+        ax.bar(positions, full, color="tab:green", label="full points")
+        ax.plot(positions, mean, "o", color="black", label="mean share of points")
+        ax.set_xticks(list(positions))
+        ax.set_xticklabels(names, rotation=35, ha="right", fontsize=8)
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("share of submissions")
+        ax.set_title(f"{assignment} ({len(students)} handed in)")
+        ax.legend(fontsize=7, loc="upper right")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
