@@ -1,14 +1,18 @@
 """The grading pipeline (attnkit.grading): pre-check, reasons, release drift, and the example class graded.
 
 Fast tests build tiny notebooks by hand and never start nbgrader. The slow ones grade the bundled example
-class ONCE per session, in a temporary copy of the course (the repository is never written), and check
-every score against tests/fixtures/example_class/expected_scores.json.
+class in a temporary copy of the course (the repository is never written) with the default, sandboxed
+grader: ONCE with the default pool of workers and once with one worker, and check every score against
+tests/fixtures/example_class/expected_scores.json and the two runs against each other. Plain nbgrader
+(``grader="nbgrader"``) grades a toy course. The sandboxed runs need bubblewrap: without it they are
+skipped, or fail when the CI variable is set.
 """
 
 import copy
 import csv
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -16,7 +20,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from attnkit.grading import Course, Job, Outcome, check_submission, demo, grade, release
+from attnkit.grading import Course, Job, Outcome, check_submission, demo, grade, release, sandbox
 from attnkit.grading.autograder import Autograder, execution_issues, nbgrader_failure
 from attnkit.grading.cli import main
 from attnkit.grading.pipeline import read_roster
@@ -290,8 +294,26 @@ def test_pipeline_sorts_submissions_and_reports_with_any_autograder(toy_course, 
     assert run.table.as_dict() == {s: {"toy": {"test_square": 0.0}} for s in ("ada", "bo", "cy")}
     assert (toy_course.root / "submitted" / "ada" / "toy" / "toy.ipynb").is_file()
     assert sorted(p.name for p in run.reports.values()) == [
-        "cells.csv", "grades.csv", "report.json", "scores.png", "table.txt"]
+        "cells.csv", "grades.csv", "report.json", "scores.png", "success.png", "table.txt"]
     assert "bo / toy [rejected]: toy.ipynb is not valid JSON" in run.text()
+
+
+@pytest.mark.slow
+def test_plain_nbgrader_is_still_one_option_away(toy_course, tmp_path, capsys):
+    """``--grader nbgrader``: nbgrader autograde in this process, a copy in submitted/, nbgrader's feedback."""
+    release(toy_course)
+    submissions = tmp_path / "handed_in"
+    write_notebook(submissions / "ada" / "toy", "toy.ipynb", toy_notebook(solved=True))
+    write_notebook(submissions / "bo" / "toy", "toy.ipynb", toy_notebook(solved=False))
+    assert main(["--root", str(toy_course.root), "-q", "grade", "toy", "--submissions", str(submissions),
+                 "--grader", "nbgrader"]) == 0
+    out = capsys.readouterr().out
+    assert "2 of 2 submissions graded" in out, out
+    assert (toy_course.root / "submitted" / "ada" / "toy" / "toy.ipynb").is_file()
+    assert (toy_course.root / "feedback" / "ada" / "toy" / "toy.html").is_file()
+    report = json.loads((toy_course.root / "grades" / "report.json").read_text())
+    assert {s: report["students"][s]["toy"]["points"] for s in ("ada", "bo")} == {
+        "ada": {"test_square": 2.0}, "bo": {"test_square": 0.0}}
 
 
 # --- the example class, graded once per session: slow ---------------------------------------------------------
@@ -335,12 +357,25 @@ def example_course(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def graded(example_course, expected):
-    """(run, hashes of the submissions before, after): `attnkit demo` on the copy, once."""
+def sandboxes():
+    reason = sandbox.unavailable_reason()
+    if reason:
+        (pytest.fail if os.environ.get("CI") else pytest.skip)(reason)
+
+
+@pytest.fixture(scope="module")
+def graded(example_course, expected, sandboxes):
+    """(run, hashes of the submissions before, after): `attnkit demo` on the copy, once (default pool)."""
     submissions = example_course / "tests" / "fixtures" / "example_class"
     before = file_hashes(submissions)
     run = demo(example_course)
     return run, before, file_hashes(submissions)
+
+
+@pytest.fixture(scope="module")
+def graded_sequentially(graded, example_course):
+    """The same class graded again with one worker, into a reports folder of its own (no journal)."""
+    return demo(example_course, example_course / "grades_one_worker", workers=1)
 
 
 @pytest.mark.slow
@@ -380,20 +415,36 @@ def test_the_batch_completes_despite_bad_submissions(graded, expected):
 
 
 @pytest.mark.slow
-def test_the_submissions_are_only_read(graded):
+def test_one_worker_and_the_pool_give_the_same_grades(graded, graded_sequentially):
+    pool, _, _ = graded
+    assert graded_sequentially.table.as_dict() == pool.table.as_dict()
+    assert graded_sequentially.table.review == pool.table.review
+    for key, record in pool.submissions.items():
+        other = graded_sequentially.submissions[key]
+        assert (other.status, other.issues, other.checks, other.failures) == (
+            record.status, record.issues, record.checks, record.failures), key
+
+
+@pytest.mark.slow
+def test_the_submissions_are_only_read(graded, example_course):
     _, before, after = graded
     assert before == after
     assert before == file_hashes(EXAMPLE), "the copy differs from the repository's example class"
+    for step in ("submitted", "autograded", "feedback"):           # the sandboxed grader keeps to grades/
+        assert not (example_course / step).exists(), step
 
 
 @pytest.mark.slow
 def test_feedback_html_for_every_graded_submission(graded, example_course):
     run, _, _ = graded
-    graded_keys = [k for k, record in run.submissions.items() if record.status == "graded"]
-    for student, assignment in graded_keys:
-        page = example_course / "feedback" / student / assignment / f"{assignment}.html"
-        assert page.is_file() and "<html" in page.read_text()[:500].lower(), page
-    assert not (example_course / "feedback" / "broken_json" / "ps1_learnable_pe").exists()
+    for (student, assignment), record in run.submissions.items():
+        if record.status != "graded":
+            assert record.feedback is None and not (example_course / "grades" / "feedback" / student / assignment).exists()
+            continue
+        page = Path(record.feedback)
+        assert page == example_course / "grades" / "feedback" / student / assignment / f"{assignment}.html"
+        text = page.read_text()
+        assert "<html" in text[:500].lower() and all(grade_id in text for grade_id in record.checks), page
 
 
 @pytest.mark.slow

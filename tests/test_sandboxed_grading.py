@@ -1,0 +1,405 @@
+"""The sandboxed grader wired into `attnkit grade`: hostile submissions, one writer, resuming after kill -9.
+
+Fast tests cover the journal, the progress bar, the seeds, the restored notebook and the feedback page.
+The slow ones grade, in a temporary copy of the course, the hostile class of
+tests/fixtures/hostile_class (built by make_hostile_class.py) ONCE per session:
+
+1. its controls (the honest parts alone) with ``--workers 1`` and with the default pool: same grades;
+2. its attacks and broken notebooks, handed in as nbgrader's submitted/ folder, after which every file of
+   the course but the grader's output folders is byte-identical, and the controls' gradebook rows too;
+3. each attack scores exactly its control's points (the one documented exception: the self-reported
+   ValueError flag of pe_too_long), each broken notebook gets its reason and its control's points;
+4. a batch killed with SIGKILL once submissions are journalled resumes and ends with the same grades.
+
+Sandboxed runs need bubblewrap (`apt-get install -y bubblewrap`): without it they are skipped, or fail
+when the CI variable is set.
+"""
+
+import csv
+import hashlib
+import html
+import io
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from attnkit.grading import Course, grade, sandbox
+from attnkit.grading.cli import parser
+from attnkit.grading.feedback import page
+from attnkit.grading.journal import Journal
+from attnkit.grading.progress import Progress, duration
+from attnkit.grading.sandboxed import Release, derive_seed
+
+ROOT = Path(__file__).resolve().parents[1]
+HOSTILE = ROOT / "tests" / "fixtures" / "hostile_class"
+EXAMPLE = ROOT / "tests" / "fixtures" / "example_class"
+EXPECTED = json.loads((HOSTILE / "expected.json").read_text())
+PS1 = EXPECTED["assignment"]
+TESTS = ("test_pe_table", "test_pe_forward")
+# The one check a submission can forge: whether pe(X) raised ValueError past max_len is the submission's
+# own report, taken on trust (see the docstring of attnkit.solutions.judges). It is worth 0.5 point and
+# needs a correct forward already; everything else a trick tries earns nothing.
+SELF_REPORTED = {"flag_forger": {"test_pe_forward": 0.5}}
+FORGEABLE_CHECK = "a sequence longer than max_len raises ValueError"
+OUTPUT_DIRS = ("grades", "grades_sequential", "grades_pool")
+
+
+# --- fast: the parts, without a sandbox ---------------------------------------------------------------------
+
+def test_journal_ignores_a_line_cut_short_and_appends_on_a_fresh_line(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    journal = Journal(path)
+    journal.append({"student": "ada", "assignment": "a", "sha256": "1", "grader": "g", "scores": {"t": 1.0}})
+    with open(path, "ab") as handle:
+        handle.write(b'{"student": "bo", "assignment": "a", "sha2')          # kill -9 in the middle of a line
+    again = Journal(path)
+    assert len(again) == 1 and again.find("ada", "a", "1", "g")["scores"] == {"t": 1.0}
+    assert again.find("ada", "a", "2", "g") is None and again.find("ada", "a", "1", "other grader") is None
+    again.append({"student": "bo", "assignment": "a", "sha256": "3", "grader": "g"})
+    assert len(Journal(path)) == 2
+    again.start_afresh()
+    assert len(Journal(path)) == 0 and (tmp_path / "journal.jsonl.old").is_file()
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_progress_prints_one_line_per_submission_when_not_a_terminal():
+    stream, clock = io.StringIO(), Clock()
+    bar = Progress(4, stream=stream, tty=False, clock=clock)
+    bar.update("ada / ps1", "from the journal", timed=False)
+    clock.now = 10.0
+    bar.update("bo / ps1", "4.5 points, 10.0 s")
+    clock.now = 20.0
+    bar.update("cy / ps1", "6 points")
+    bar.close()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 3 and "\r" not in stream.getvalue()
+    assert lines[0].startswith("[######..................] 1/4  25%") and lines[0].endswith("ETA ?"
+                                                                                                " | ada / ps1: from the journal")
+    assert "2/4" in lines[1] and "ETA 20 s" in lines[1]            # one graded in 10 s, two left
+    assert "3/4  75% 20 s elapsed, ETA 10 s | cy / ps1: 6 points" in lines[2]
+    assert duration(3725) == "1 h 02 min" and duration(65) == "1 min 05 s"
+
+
+def test_progress_redraws_one_line_on_a_terminal():
+    stream = io.StringIO()
+    bar = Progress(2, stream=stream, tty=True, clock=Clock())
+    bar.update("ada / ps1")
+    bar.update("bo / ps1")
+    bar.close()
+    text = stream.getvalue()
+    assert text.count("\r\x1b[2K") == 2 and text.endswith("done | bo / ps1\n") and text.count("\n") == 1
+
+
+def test_seeds_depend_on_course_assignment_and_student_only():
+    seed = derive_seed("course", PS1, "ada")
+    assert seed == derive_seed("course", PS1, "ada") and 0 <= seed < 2**64
+    assert len({seed, derive_seed("other", PS1, "ada"), derive_seed("course", "ps2", "ada"),
+                derive_seed("course", PS1, "bo"), derive_seed("course", PS1, "ada", key="secret")}) == 5
+
+
+def source_only_lines(assignment):
+    """Lines of the instructor's test cells that the release does not have (the hidden tests)."""
+    def test_lines(step):
+        notebook = nbformat.read(ROOT / step / assignment / f"{assignment}.ipynb", as_version=4)
+        return {line.strip() for cell in notebook.cells if cell.metadata.get("nbgrader", {}).get("grade")
+                and not cell.metadata["nbgrader"].get("solution") for line in cell.source.splitlines() if line.strip()}
+    return test_lines("source") - test_lines("release")
+
+
+@pytest.mark.parametrize("student", ["deleted_test_cell", "ref_solution"])
+def test_the_sandbox_gets_release_test_cells_only(student):
+    release = Release.read(Course(ROOT), PS1)
+    submitted = (EXAMPLE / student / PS1 / f"{PS1}.ipynb").read_bytes()
+    source = release.restored(submitted)
+    restored = json.loads(source)
+    hidden = source_only_lines(PS1)
+    assert hidden and not any(line in source.decode() for line in hidden)
+    ids = [c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in restored["cells"]]
+    assert [i for i in ids if i] == release.order                    # a deleted test cell is back, in place
+    for cell in restored["cells"]:
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if grade_id in release.locked:
+            assert cell["source"] == release.locked[grade_id]["source"]
+        if cell["cell_type"] == "code":
+            assert cell["outputs"] == []
+
+
+def test_release_of_an_assignment_without_trusted_checks_is_refused(tmp_path):
+    folder = tmp_path / "release" / "toy"
+    folder.mkdir(parents=True)
+    shutil.copy(ROOT / "release" / PS1 / f"{PS1}.ipynb", folder / "toy.ipynb")
+    (tmp_path / "nbgrader_config.py").write_text("c = get_config()\n")
+    with pytest.raises(ValueError, match="no trusted checks for 'toy'.*--grader nbgrader"):
+        Release.read(Course(tmp_path), "toy")
+
+
+def test_feedback_page_shows_verdicts_escaped_and_test_source_only_on_request():
+    entry = {"student": "<ada>", "assignment": PS1, "issues": ["cell 5 raised <script>alert(1)</script>"],
+             "scores": {"test_pe_table": 1.0, "written": None},
+             "checks": {"test_pe_table": [["shape", 1.0, 1.0, True, ""], ["values", 0.0, 1.0, False, "off by <2>"]]}}
+    cells = [("test_pe_table", "test", 2.0, "assert visible_check()"), ("written", "written", 3.0, "Answer")]
+    text = page(entry, cells)
+    assert "<script>" not in text and "&lt;script&gt;" in text and "off by &lt;2&gt;" in text
+    assert "Autograded: 1 / 2 points" in text and "(pending / 3 points)" in text
+    assert "visible_check" not in text
+    assert "assert visible_check()" in html.unescape(page(entry, cells, show_tests=True))
+
+
+def test_command_line_offers_the_grader_options():
+    args = parser().parse_args(["grade", PS1, "--submissions", "x", "--workers", "3", "--fresh", "--show-tests"])
+    assert (args.grader, args.workers, args.fresh, args.show_tests) == ("sandbox", 3, True, True)
+    assert parser().parse_args(["demo", "--grader", "nbgrader"]).grader == "nbgrader"
+    with pytest.raises(SystemExit):
+        parser().parse_args(["demo", "--workers", "0"])
+
+
+# --- slow: the hostile class in a temporary copy of the course --------------------------------------------------
+
+def tree_digest(root, skip=()):
+    """{relative path: sha256} of every file under ``root`` but those under the ``skip`` paths."""
+    digest = {}
+    for path in sorted(Path(root).rglob("*")):
+        relative = path.relative_to(root).as_posix()
+        if path.is_file() and not any(relative == s or relative.startswith(s + "/") for s in skip):
+            digest[relative] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return digest
+
+
+def gradebook_rows(database, leave_out=()):
+    """Every row of every table of the gradebook, but those of the students in ``leave_out``."""
+    db = sqlite3.connect(database)
+    try:
+        students = tuple(leave_out) or ("",)
+        marks = ",".join("?" * len(students))
+        theirs = [r[0] for r in db.execute(f"SELECT id FROM submitted_assignment WHERE student_id IN ({marks})",
+                                           students)]
+        their_notebooks = [r[0] for r in db.execute(
+            f"SELECT id FROM submitted_notebook WHERE assignment_id IN ({','.join('?' * len(theirs)) or 'NULL'})",
+            theirs)]
+        skip = {("student", "id"): set(leave_out), ("submitted_assignment", "id"): set(theirs),
+                ("submitted_notebook", "id"): set(their_notebooks), ("grade", "notebook_id"): set(their_notebooks),
+                ("comment", "notebook_id"): set(their_notebooks)}
+        rows = {}
+        for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
+            cursor = db.execute(f"SELECT * FROM {table}")
+            columns = [c[0] for c in cursor.description]
+            kept = []
+            for row in cursor:
+                record = dict(zip(columns, row))
+                if any(t == table and record.get(column) in ids for (t, column), ids in skip.items()):
+                    continue
+                kept.append(repr(sorted(record.items())))
+            rows[table] = sorted(kept)
+        return rows
+    finally:
+        db.close()
+
+
+def course_copy(root):
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(ROOT / "nbgrader_config.py", root)
+    for folder in ("source", "release"):
+        shutil.copytree(ROOT / folder, root / folder)
+    return root
+
+
+@pytest.fixture(scope="module")
+def available():
+    reason = sandbox.unavailable_reason()
+    if reason:
+        (pytest.fail if os.environ.get("CI") else pytest.skip)(reason)
+
+
+@pytest.fixture(scope="module")
+def hostile(available, tmp_path_factory):
+    """Controls graded twice (1 worker, pool), then the attacks; what the course looked like around them."""
+    root = course_copy(tmp_path_factory.mktemp("hostile") / "course")
+    shutil.copytree(HOSTILE / "controls", root / "controls")
+    shutil.copytree(HOSTILE / "submissions", root / "submitted")          # nbgrader's own layout
+    sequential = grade(root, [PS1], root / "controls", reports_dir=root / "grades_sequential", workers=1)
+    pool = grade(root, [PS1], root / "controls", reports_dir=root / "grades_pool")
+    attacked = sorted(p.name for p in (root / "submitted").iterdir())
+    files_before = tree_digest(root, skip=OUTPUT_DIRS + ("gradebook.db",))
+    rows_before = gradebook_rows(root / "gradebook.db", leave_out=attacked)
+    stderr = io.StringIO()
+    saved, sys.stderr = sys.stderr, stderr
+    try:
+        start = time.monotonic()
+        run = grade(root, [PS1], root / "submitted", reports_dir=root / "grades", progress=True)
+        seconds = time.monotonic() - start
+    finally:
+        sys.stderr = saved
+    return {"root": root, "sequential": sequential, "pool": pool, "run": run, "attacked": attacked,
+            "files": (files_before, tree_digest(root, skip=OUTPUT_DIRS + ("gradebook.db",))),
+            "rows": (rows_before, gradebook_rows(root / "gradebook.db", leave_out=attacked)),
+            "progress": stderr.getvalue(), "seconds": seconds}
+
+
+def points(run, student):
+    return {cell: run.table.points[student, PS1][cell] for cell in TESTS}
+
+
+@pytest.mark.slow
+def test_controls_grade_the_same_with_one_worker_and_with_the_pool(hostile):
+    sequential, pool = hostile["sequential"], hostile["pool"]
+    assert set(EXPECTED["controls"]) == set(pool.table.students)
+    assert sequential.table.as_dict() == pool.table.as_dict()
+    for key, record in pool.submissions.items():
+        other = sequential.submissions[key]
+        assert (record.status, record.issues, record.checks) == (other.status, other.issues, other.checks), key
+    assert points(pool, "blank") == {"test_pe_table": 0.0, "test_pe_forward": 0.0}
+    assert points(pool, "partial") == {"test_pe_table": 2.0, "test_pe_forward": 2.5}
+    assert points(pool, "shape_only") == {"test_pe_table": 1.0, "test_pe_forward": 0.5}
+
+
+@pytest.mark.slow
+def test_no_trick_earns_a_point(hostile):
+    run, controls = hostile["run"], hostile["pool"]
+    scored = {student: points(run, student) for student in EXPECTED["attacks"]}
+    honest = {student: points(controls, spec["control"]) for student, spec in EXPECTED["attacks"].items()}
+    for student, extra in SELF_REPORTED.items():
+        honest[student] = {cell: honest[student][cell] + extra.get(cell, 0.0) for cell in TESTS}
+    assert scored == honest
+
+
+@pytest.mark.slow
+def test_the_self_reported_flag_is_the_only_forgeable_check(hostile):
+    """flag_forger earns exactly the ValueError check of pe_too_long over its control, nothing else."""
+    run, controls = hostile["run"], hostile["pool"]
+    forged = {name: passed for cell, checks in run.submissions["flag_forger", PS1].checks.items()
+              for name, _, _, passed, _ in checks}
+    control = {name: passed for cell, checks in controls.submissions["partial", PS1].checks.items()
+               for name, _, _, passed, _ in checks}
+    assert {name for name in forged if forged[name] != control[name]} == {FORGEABLE_CHECK}
+
+
+@pytest.mark.slow
+def test_broken_runs_get_a_reason_and_their_controls_points(hostile):
+    run, controls = hostile["run"], hostile["pool"]
+    for student, spec in EXPECTED["robust"].items():
+        record = run.submissions[student, PS1]
+        assert record.status == "graded", (student, record.issues)
+        assert points(run, student) == points(controls, spec["control"]), student
+        assert any(spec["reason"] in issue for issue in record.issues), (student, record.issues)
+        assert f"{student} / {PS1} [graded]" in run.text()
+
+
+@pytest.mark.slow
+def test_the_batch_completes_and_reports_every_submission(hostile):
+    run = hostile["run"]
+    assert {key: r.status for key, r in run.submissions.items()} == {(s, PS1): "graded" for s in hostile["attacked"]}
+    lines = hostile["progress"].splitlines()
+    assert len(lines) == len(hostile["attacked"]) and lines[-1].startswith("[" + "#" * 24 + "]")
+    assert all("ETA" in line or "done" in line for line in lines)
+
+
+@pytest.mark.slow
+def test_nothing_changes_outside_the_output_folder_but_the_attacked_gradebook_rows(hostile):
+    before, after = hostile["files"]
+    assert before == after
+    assert any(name.startswith("submitted/classmate_deleter/") for name in after)
+    for student in hostile["attacked"]:
+        original = HOSTILE / "submissions" / student / PS1 / f"{PS1}.ipynb"
+        assert after[f"submitted/{student}/{PS1}/{PS1}.ipynb"] == hashlib.sha256(original.read_bytes()).hexdigest()
+    rows_before, rows_after = hostile["rows"]
+    assert rows_before == rows_after
+    assert not (hostile["root"] / "autograded").exists() and not (hostile["root"] / "feedback").exists()
+
+
+@pytest.mark.slow
+def test_feedback_shows_each_check_and_its_message_never_hidden_test_code(hostile):
+    run = hostile["run"]
+    hidden = source_only_lines(PS1)
+    for (student, _), record in run.submissions.items():
+        text = Path(record.feedback).read_text()
+        assert all(line not in text for line in hidden), student
+        for checks in record.checks.values():
+            for name, _, _, passed, message in checks:
+                assert html.escape(name) in text and (passed or html.escape(message) in text)
+
+
+@pytest.mark.slow
+def test_reports_table_csv_and_plots(hostile):
+    run = hostile["run"]
+    assert sorted(path.name for path in run.reports.values()) == [
+        "cells.csv", "checks.csv", "grades.csv", "report.json", "scores.png", "success.png", "table.txt"]
+    for name in ("scores.png", "success.png"):
+        assert run.reports[name].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with open(run.reports["checks.csv"], newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert {r["student"] for r in rows} == set(hostile["attacked"]) and len(rows) == 8 * len(hostile["attacked"])
+    table = run.reports["table.txt"].read_text()
+    assert "Lost points (first failed check of each exercise)" in table
+    assert "stuck_loop / ps1_learnable_pe / test_pe_forward (2.5/4): " in table
+    report = json.loads(run.reports["report.json"].read_text())
+    assert report["students"]["stuck_loop"][PS1]["failures"]["test_pe_forward"].startswith("pe(X) with")
+
+
+# --- kill -9 in the middle of a batch ----------------------------------------------------------------------------
+
+GRADE_SCRIPT = ("import sys\nfrom attnkit.grading import grade\n"
+                "grade(sys.argv[1], [sys.argv[2]], sys.argv[3], reports_dir=sys.argv[4], workers=2)\n")
+QUICK = ["classmate_deleter", "comparison_patcher", "crash_segfault", "deleted_cells", "duplicated_cells",
+         "equality_liar", "gradebook_writer", "memory_hog"]
+
+
+def processes_naming(text):
+    """Processes whose command line mentions ``text`` (the killed batch's sandboxes bind its folders)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text.encode() in cmdline.read_bytes():
+                found.append(cmdline.parent.name)
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.slow
+def test_a_batch_killed_with_sigkill_resumes_with_the_same_grades(hostile, tmp_path):
+    root = course_copy(tmp_path / "course")
+    for student in QUICK:
+        shutil.copytree(HOSTILE / "submissions" / student, root / "handed_in" / student)
+    before = tree_digest(root / "handed_in")
+    reports = root / "grades"
+    journal = reports / "journal.jsonl"
+    process = subprocess.Popen([sys.executable, "-c", GRADE_SCRIPT, str(root), PS1, str(root / "handed_in"),
+                                str(reports)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and process.poll() is None:
+        if journal.is_file() and journal.read_bytes().count(b"\n") >= 2:
+            break
+        time.sleep(0.05)
+    assert process.poll() is None, "the batch ended before it could be killed"
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    finished = len(Journal(journal))
+    assert 2 <= finished < len(QUICK)
+    time.sleep(0.5)
+    assert processes_naming(str(reports)) == []                     # its sandboxes died with it
+    resumed = grade(root, [PS1], root / "handed_in", reports_dir=reports, workers=2)
+    records = resumed.submissions
+    assert sum(r.resumed for r in records.values()) >= finished
+    assert all(r.status == "graded" for r in records.values())
+    reference = hostile["run"]
+    for student in QUICK:
+        assert points(resumed, student) == points(reference, student), student
+        assert records[student, PS1].checks == reference.submissions[student, PS1].checks, student
+    assert len(Journal(journal)) == len(QUICK)
+    assert tree_digest(root / "handed_in") == before
