@@ -1,0 +1,161 @@
+"""Seconds per submission: plain sequential `nbgrader autograde` against the kit's sandboxed grader.
+
+Usage: .venv/bin/python benchmarks/grading.py [--copies N] [--workers N] [--one-worker]
+       (or: make benchmark-grading)
+
+The example class (tests/fixtures/example_class) is scaled up by handing in its honest submissions again
+under new student ids (``--copies`` rounds, default 1: 28 submissions), then graded in one run of this
+script, each variant in its own temporary copy of the course (nbgrader_config.py, source/, release/):
+
+  nbgrader   plain `nbgrader autograde ASSIGNMENT --force`, one command per assignment, after the
+             instructor's usual setup (generate_assignment, db student import, copies in submitted/),
+             which is not timed: only the autograde commands are
+  kit        `attnkit grade` (attnkit.grading.grade) with the default pool: release sync, pre-check,
+             sandboxed runs, judging, gradebook, feedback pages and reports, all timed
+  kit, 1 worker   the same with --workers 1 (only with --one-worker)
+
+Then it checks that every test cell of every submission got the same points from nbgrader and from the
+kit (and from one worker and the pool), and prints the figures. Not a test: timings depend on the
+machine and on what else runs on it.
+"""
+
+import argparse
+import csv
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from attnkit.grading import Course, grade
+from attnkit.grading.course import use_venv_tools
+from attnkit.grading.pipeline import EXAMPLE_CLASS, read_roster
+from attnkit.grading.reports import read_scores
+
+ROOT = Path(__file__).resolve().parents[1]
+NBGRADER = [sys.executable, "-m", "nbgrader"]
+# Submissions of the example class that are plain attempts (no cheat, no broken file, no endless loop).
+HONEST = ["blank", "bug_frozen_table", "bug_no_clip", "bug_no_value_term", "bug_num_hiddens_scale", "bug_sign_flip",
+          "bug_skew_reversed", "deleted_test_cell", "import_error", "partial", "ref_solution"]
+
+
+def scaled_class(folder, copies):
+    """The example class plus ``copies`` rounds of its honest submissions under new ids; (folder, csv)."""
+    example = ROOT / EXAMPLE_CLASS
+    shutil.copytree(example, folder, ignore=shutil.ignore_patterns("expected_scores.json", "students.csv"))
+    roster = read_roster(example / "students.csv")
+    rows = [{"id": s, **{k: v or "" for k, v in details.items()}} for s, details in roster.items()]
+    for round_ in range(1, copies + 1):
+        for student in HONEST:
+            copy = f"{student}_{round_ + 1}"
+            shutil.copytree(example / student, folder / copy)
+            rows.append({"id": copy, "first_name": "Copy", "last_name": student, "email": ""})
+    students_csv = folder.parent / "students.csv"
+    with open(students_csv, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["id", "first_name", "last_name", "email"])
+        writer.writeheader()
+        writer.writerows(rows)
+    return folder, students_csv
+
+
+def course_copy(scratch, name):
+    root = Path(scratch) / name
+    root.mkdir()
+    shutil.copy2(ROOT / "nbgrader_config.py", root)
+    for folder in ("source", "release"):
+        shutil.copytree(ROOT / folder, root / folder)
+    return root
+
+
+def nbgrader(root, *args):
+    """Run one nbgrader command in the course ``root``; failures are expected for broken submissions."""
+    return subprocess.run(NBGRADER + list(args), cwd=root, capture_output=True, text=True).returncode
+
+
+def test_cells(course, assignments, students):
+    """{(student, assignment, grade_id): points} of the autograded test cells, from the gradebook."""
+    table = read_scores(course, assignments, students)
+    tests = {a: {grade_id for grade_id, _ in table.cells[a] if grade_id.startswith("test")} for a in assignments}
+    return {(s, a, g): p for (s, a), cells in table.points.items() for g, p in cells.items() if g in tests[a]}
+
+
+def time_nbgrader(scratch, submissions, students_csv, assignments, handed_in):
+    root = course_copy(scratch, "nbgrader")
+    for assignment in assignments:
+        nbgrader(root, "generate_assignment", assignment, "--force")
+    nbgrader(root, "db", "student", "import", str(students_csv))
+    for student, assignment in handed_in:
+        shutil.copytree(submissions / student / assignment, root / "submitted" / student / assignment)
+    start = time.perf_counter()
+    for assignment in assignments:
+        nbgrader(root, "autograde", assignment, "--force")
+    seconds = time.perf_counter() - start
+    course = Course(root)
+    return seconds, test_cells(course, assignments, sorted(read_roster(students_csv)))
+
+
+def time_kit(scratch, name, submissions, students_csv, assignments, workers=None):
+    root = course_copy(scratch, name)
+    start = time.perf_counter()
+    run = grade(root, assignments, submissions, students_csv, workers=workers)
+    seconds = time.perf_counter() - start
+    return seconds, test_cells(Course(root), assignments, run.table.students), run
+
+
+def differences(first, second, names):
+    wrong = [f"  {s} / {a} / {g}: {names[0]} {first.get((s, a, g))}, {names[1]} {second.get((s, a, g))}"
+             for (s, a, g) in sorted(set(first) | set(second)) if first.get((s, a, g)) != second.get((s, a, g))]
+    return wrong
+
+
+def main(argv=None):
+    options = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    options.add_argument("--copies", type=int, default=1, help="rounds of honest copies (default: 1)")
+    options.add_argument("--workers", type=int, default=None, help="the kit's pool (default: CPU cores)")
+    options.add_argument("--one-worker", action="store_true", help="also time the kit with one worker")
+    args = options.parse_args(argv)
+    logging.getLogger("attnkit").setLevel(logging.ERROR)
+    use_venv_tools()
+    assignments = Course(ROOT).assignments()
+    with tempfile.TemporaryDirectory(prefix="bench-grading-") as scratch:
+        submissions, students_csv = scaled_class(Path(scratch) / "class", args.copies)
+        students = sorted(read_roster(students_csv))
+        handed_in = [(s, a) for s in students for a in assignments if (submissions / s / a).is_dir()]
+        count = len(handed_in)
+        plain, plain_cells = time_nbgrader(scratch, submissions, students_csv, assignments, handed_in)
+        kit, kit_cells, run = time_kit(scratch, "kit", submissions, students_csv, assignments, args.workers)
+        rows = [("plain nbgrader autograde --force (sequential)", plain),
+                (f"kit: attnkit grade, sandboxed, pool of {run_workers(args.workers)} (all steps)", kit)]
+        checks = [differences(plain_cells, kit_cells, ("nbgrader", "kit"))]
+        if args.one_worker:
+            one, one_cells, _ = time_kit(scratch, "kit1", submissions, students_csv, assignments, 1)
+            rows.append(("kit: attnkit grade, sandboxed, 1 worker (all steps)", one))
+            checks.append(differences(one_cells, kit_cells, ("1 worker", "pool")))
+    print(f"example class scaled to {count} submissions handed in ({len(students)} students, {len(assignments)} "
+          f"assignments); machine: {os.cpu_count()} CPU cores")
+    print(f"{'variant':58s} {'total s':>8s} {'s/submission':>13s}")
+    for name, seconds in rows:
+        print(f"{name:58s} {seconds:8.1f} {seconds / count:13.2f}")
+    print(f"speed-up of the kit over plain nbgrader: {plain / kit:.2f}x")
+    if args.one_worker:
+        print(f"speed-up of the pool over one worker: {rows[2][1] / kit:.2f}x")
+    wrong = [line for found in checks for line in found]
+    cells = len(kit_cells)
+    if wrong:
+        print(f"grades DIFFER on {len(wrong)} of {cells} test cells:")
+        print("\n".join(wrong))
+        return 1
+    print(f"identical grades: all {cells} test cells of the {count} submissions"
+          + (" (nbgrader, kit with the pool, kit with 1 worker)" if args.one_worker else " (nbgrader and the kit)"))
+    return 0
+
+
+def run_workers(workers):
+    return workers or os.cpu_count()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
