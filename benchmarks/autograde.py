@@ -5,7 +5,8 @@ Usage: .venv/bin/python benchmarks/autograde.py      (or: make benchmark-grading
 Each variant runs in its own temporary copy of the course (nbgrader_config.py, source/, release/) with
 the example class as submissions, so the repository is never written and no run warms another's files:
 
-  pipeline      attnkit.grading.grade: pre-check, autograde in this process, feedback, reports
+  pipeline      attnkit.grading.grade with --grader nbgrader: pre-check, autograde in this process,
+                feedback, reports (benchmarks/grading.py times the sandboxed grader)
   per-student   plain `nbgrader autograde ASSIGNMENT --student S --force`, one command per submission
   batch         plain `nbgrader autograde ASSIGNMENT --force`, one command per assignment
 
@@ -43,7 +44,7 @@ def time_pipeline(example, students_csv):
     with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as scratch:
         course = Course(course_copy(scratch))
         start = time.perf_counter()
-        run = grade(course, [], example, students_csv)
+        run = grade(course, [], example, students_csv, grader="nbgrader")
         wall = time.perf_counter() - start
         return wall, sum(s.seconds or 0.0 for s in run.submissions.values())
 

@@ -283,9 +283,9 @@ def test_the_self_reported_flag_is_the_only_forgeable_check(hostile):
     """flag_forger earns exactly the ValueError check of pe_too_long over its control, nothing else."""
     run, controls = hostile["run"], hostile["pool"]
     forged = {name: passed for cell, checks in run.submissions["flag_forger", PS1].checks.items()
-              for name, _, _, passed, _ in checks}
+              for name, _, _, passed, _, _ in checks}
     control = {name: passed for cell, checks in controls.submissions["partial", PS1].checks.items()
-               for name, _, _, passed, _ in checks}
+               for name, _, _, passed, _, _ in checks}
     assert {name for name in forged if forged[name] != control[name]} == {FORGEABLE_CHECK}
 
 
@@ -330,7 +330,7 @@ def test_feedback_shows_each_check_and_its_message_never_hidden_test_code(hostil
         text = Path(record.feedback).read_text()
         assert all(line not in text for line in hidden), student
         for checks in record.checks.values():
-            for name, _, _, passed, message in checks:
+            for name, _, _, passed, message, _ in checks:
                 assert html.escape(name) in text and (passed or html.escape(message) in text)
 
 

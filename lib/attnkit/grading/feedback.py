@@ -61,7 +61,7 @@ def page(entry, cells, show_tests=False):
             continue
         rows = []
         for check in checks.get(grade_id, []):
-            name, points, top_points, passed, message = check
+            name, points, top_points, passed, message = check[:5]
             mark = "<td class=\"mark pass\">&#10003;</td>" if passed else "<td class=\"mark fail\">&#10007;</td>"
             detail = f"<div class=\"message\">{e(message)}</div>" if message else ""
             rows.append(f"<tr>{mark}<td>{e(name)}{detail}</td>"

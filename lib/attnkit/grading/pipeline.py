@@ -119,14 +119,15 @@ class GradingRun:
 
 
 def grade(course, assignments, submissions, students_csv=None, reports_dir=None, autograder=None, *,
-          grader="sandbox", workers=None, fresh=False, show_tests=False, progress=False):
+          grader="sandbox", workers=None, fresh=False, show_tests=False, structure_needs_evidence=False,
+          progress=False):
     """Grade every student's submission of ``assignments`` (all of source/ when empty).
 
     ``submissions`` is a folder of STUDENT/ASSIGNMENT/ folders; ``students_csv`` the class list (an 'id'
     column, optional first_name, last_name, email); ``reports_dir`` the grader's output folder (default:
     the course's grades/); ``autograder`` an Autograder, else one made by :func:`make_autograder` from
-    ``grader`` ('sandbox' or 'nbgrader'), ``workers``, ``fresh`` and ``show_tests``; ``progress``: draw a
-    progress bar with an ETA on stderr.
+    ``grader`` ('sandbox' or 'nbgrader'), ``workers``, ``fresh``, ``show_tests`` and
+    ``structure_needs_evidence``; ``progress``: draw a progress bar with an ETA on stderr.
     """
     course = course if isinstance(course, Course) else Course(course)
     assignments = course.check_assignments(assignments)
@@ -135,7 +136,8 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
     students = class_list(roster, submissions)
     reports_dir = Path(reports_dir).resolve() if reports_dir else course.root / "grades"
     autograder = autograder or make_autograder(grader, course, reports_dir, workers=workers, fresh=fresh,
-                                               show_tests=show_tests)
+                                               show_tests=show_tests,
+                                               structure_needs_evidence=structure_needs_evidence)
     autograder.prepare(assignments)
     records, warnings = prepare(course, assignments, submissions, roster, students, autograder)
     jobs = [Job(r.assignment, r.student, submissions / r.student / r.assignment)
@@ -157,14 +159,16 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
     return run
 
 
-def make_autograder(grader, course, reports_dir, workers=None, fresh=False, show_tests=False):
+def make_autograder(grader, course, reports_dir, workers=None, fresh=False, show_tests=False,
+                    structure_needs_evidence=False):
     """'sandbox': the sandboxed parallel grader writing into ``reports_dir``; 'nbgrader': plain nbgrader."""
     if grader == "nbgrader":
         return NbgraderAutograder(course)
     if grader != "sandbox":
         raise ValueError(f"grader: expected one of {GRADERS}, got {grader!r}")
     from .sandboxed import SandboxAutograder        # imports the trusted judges: instructors only
-    return SandboxAutograder(course, reports_dir, workers=workers, fresh=fresh, show_tests=show_tests)
+    return SandboxAutograder(course, reports_dir, workers=workers, fresh=fresh, show_tests=show_tests,
+                             structure_needs_evidence=structure_needs_evidence)
 
 
 def progress_note(record, outcome):

@@ -152,16 +152,18 @@ def plot_totals(table, path):
 def write_check_csv(checks, path):
     """One row per submission and judged check: the sandboxed grader's verdicts with their messages.
 
-    ``checks``: {(student, assignment): {grade_id: [[name, points, max_points, passed, message]]}}.
+    ``checks``: {(student, assignment): {grade_id: [[name, points, max_points, passed, message, kind]]}};
+    ``kind`` is the judge's class of the check: reference, property or structure (shapes and dtypes).
     """
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["student", "assignment", "grade_id", "check", "passed", "points", "max_points", "message"])
+        writer.writerow(["student", "assignment", "grade_id", "check", "kind", "passed", "points", "max_points",
+                         "message"])
         for (student, assignment), cells in sorted(checks.items()):
             for grade_id, found in cells.items():
-                for name, points, max_points, passed, message in found:
-                    writer.writerow([student, assignment, grade_id, name, bool(passed), number(points),
-                                     number(max_points), message])
+                for name, points, max_points, passed, message, *kind in found:
+                    writer.writerow([student, assignment, grade_id, name, kind[0] if kind else "", bool(passed),
+                                     number(points), number(max_points), message])
 
 
 def plot_success(table, handed_in, path):

@@ -281,14 +281,16 @@ class SandboxAutograder(Autograder):
     ``output_dir``: the grader's own folder (scratch, journal, feedback, logs); ``workers``: size of the
     pool (default: the number of CPU cores); ``fresh``: ignore the journal of earlier runs;
     ``show_tests``: put the release's visible test cells in the feedback; ``key``: a secret mixed into
-    the input seeds (default: $ATTNKIT_GRADING_KEY, else none).
+    the input seeds (default: $ATTNKIT_GRADING_KEY, else none); ``structure_needs_evidence``: a
+    structural check (shapes, dtypes, parameter count) counts only once a check of the values in the
+    same cell passed (off by default, as plain nbgrader's visible tests give those points).
     """
 
     uses_submitted = False        # reads the submissions where they were handed in
     writes_feedback = True
 
     def __init__(self, course, output_dir, workers=None, limits=None, cell_timeout=None, fresh=False,
-                 show_tests=False, key=None, retries=RETRIES):
+                 show_tests=False, key=None, retries=RETRIES, structure_needs_evidence=False):
         sandbox.check_available()
         self.course = course
         self.output_dir = Path(output_dir).resolve()
@@ -298,6 +300,7 @@ class SandboxAutograder(Autograder):
         self.show_tests = show_tests
         self.key = key if key is not None else os.environ.get(KEY_VARIABLE, "")
         self.retries = retries
+        self.structure_needs_evidence = bool(structure_needs_evidence)
         self.work_dir = self.output_dir / "work"
         self.feedback_dir = self.output_dir / "feedback"
         self.logs_dir = self.output_dir / "logs"
@@ -319,6 +322,7 @@ class SandboxAutograder(Autograder):
         grading = Path(__file__).resolve().parent
         parts = [str(GRADER_VERSION), self.course.course_id, release.assignment, release.name,
                  hashlib.sha256(self.key.encode()).hexdigest(), repr(self.cell_timeout), repr(self.retries),
+                 repr(self.structure_needs_evidence),
                  repr(dataclasses.replace(self.limits, uid=0))]
         for part in parts:
             digest.update(part.encode() + b"\0")
@@ -447,14 +451,18 @@ class SandboxAutograder(Autograder):
     def decide(self, plan, done, grader):
         """The journal entry of a finished run: the judge's checks, scores per grade cell, the reasons."""
         job, release = plan.job, plan.release
-        verdicts = judges.judge(job.assignment, done.inputs, done.outputs, done.errors)
+        verdicts = judges.judge(job.assignment, done.inputs, done.outputs, done.errors,
+                                structure_needs_evidence=self.structure_needs_evidence)
+        kinds = {}
+        for described in judges.describe(job.assignment):
+            kinds.setdefault(described["grade_id"], []).append(described["kind"])
         answered = release.answers(plan.data)
         scores, checks = {}, {}
         for grade_id, kind, _, _ in release.cells:
             if kind == "test":
                 found = verdicts.get(grade_id, [])
-                checks[grade_id] = [[c.name, float(c.points), float(c.max_points), bool(c.passed), c.message]
-                                    for c in found]
+                checks[grade_id] = [[c.name, float(c.points), float(c.max_points), bool(c.passed), c.message, k]
+                                    for c, k in zip(found, kinds.get(grade_id, []) + ["reference"] * len(found))]
                 scores[grade_id] = float(sum(c.points for c in found))
             else:
                 scores[grade_id] = None if answered.get(grade_id) else 0.0
@@ -492,7 +500,8 @@ class SandboxAutograder(Autograder):
         text = "\n".join([f"{job.student} / {job.assignment}: sandboxed run, seed {entry['seed']}, "
                           f"{entry['seconds']:.1f} s" + (" (from the journal)" if resumed else "")]
                          + [f"  {issue}" for issue in entry["issues"]]
-                         + [f"  {grade_id}: {' '.join(map(str, c[:4]))} {c[4]}"
+                         + [f"  {grade_id}: {'passed' if c[3] else 'FAILED'} {c[1]:g}/{c[2]:g} [{c[5]}] {c[0]}"
+                            + (f": {c[4]}" if c[4] else "")
                             for grade_id, checks in entry["checks"].items() for c in checks]) + "\n"
         return Outcome(job, True, entry["seconds"], list(entry["issues"]), text, points=dict(entry["scores"]),
                        checks=entry["checks"], failures=failures, feedback=path, resumed=resumed)
