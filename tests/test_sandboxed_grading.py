@@ -37,7 +37,7 @@ from attnkit.grading.cli import parser
 from attnkit.grading.feedback import page
 from attnkit.grading.journal import Journal
 from attnkit.grading.progress import Progress, duration
-from attnkit.grading.sandboxed import Release, derive_seed
+from attnkit.grading.sandboxed import Release, cell_issues, derive_seed, plain_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile_class"
@@ -147,6 +147,19 @@ def test_release_of_an_assignment_without_trusted_checks_is_refused(tmp_path):
     (tmp_path / "nbgrader_config.py").write_text("c = get_config()\n")
     with pytest.raises(ValueError, match="no trusted checks for 'toy'.*--grader nbgrader"):
         Release.read(Course(tmp_path), "toy")
+
+
+def test_a_forged_runner_report_cannot_break_the_parent():
+    """report.json comes from the sandbox: odd types and regex characters are reduced to plain values."""
+    release = Release.read(Course(ROOT), PS1)
+    report = {"cells": [{"index": "(.*", "grade_id": ["x"], "status": {"a": 1}, "error": "E\x1b[31m" * 200},
+                        {"index": True, "grade_id": "pe_answer", "status": "error", "error": "ValueError: no"}, 7],
+              "remarks": {"not": "a list"}}
+    cells = plain_cells(report)
+    assert [c["index"] for c in cells] == [None, None] and cells[0]["grade_id"] is None
+    assert all("\x1b" not in c["error"] and len(c["error"]) <= 200 for c in cells)
+    assert cell_issues(report, release, "cell (.* crashed") == ["cell None ('pe_answer') raised ValueError: no"]
+    assert cell_issues({"cells": "nope", "remarks": None}, release, None) == []
 
 
 def test_feedback_page_shows_verdicts_escaped_and_test_source_only_on_request():

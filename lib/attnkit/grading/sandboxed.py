@@ -50,7 +50,7 @@ from .journal import Journal
 
 log = logging.getLogger(__name__)
 
-GRADER_VERSION = 1
+GRADER_VERSION = 2
 RETRIES = 2                       # runs again without a cell that killed the run, at most this often
 CELL_WORDS = 200                  # characters kept of a cell's error for the reports
 KEY_VARIABLE = "ATTNKIT_GRADING_KEY"   # optional secret mixed into the input seeds
@@ -201,8 +201,7 @@ class Plan:
     job: object
     release: Release
     path: Path                    # the notebook as handed in (only read)
-    data: bytes
-    sha256: str
+    sha256: str                   # of its bytes when the batch started
     seed: int
     timestamp: object = None
 
@@ -218,6 +217,7 @@ class Run:
     errors: dict
     inputs: dict
     seconds: float
+    answered: dict = field(default_factory=dict)    # {grade_id: True} answer cells changed since the release
     skipped: list = field(default_factory=list)     # [(cell number, why the run ended there)]
     stderr: str = ""
 
@@ -236,6 +236,20 @@ def dying_cell(run):
     return current
 
 
+def plain_cells(report):
+    """The runner's cell records (untrusted JSON) reduced to index (int), grade_id, status, error, clipped."""
+    cells = []
+    for cell in report.get("cells", []) if isinstance(report.get("cells"), list) else []:
+        if not isinstance(cell, dict):
+            continue
+        index = cell.get("index")
+        grade_id = cell.get("grade_id")
+        cells.append({"index": index if isinstance(index, int) and not isinstance(index, bool) else None,
+                      "grade_id": clip(grade_id, 64) if isinstance(grade_id, str) else None,
+                      "status": clip(cell.get("status"), 20), "error": clip(cell.get("error"))})
+    return cells
+
+
 def cell_label(cell):
     grade_id = cell.get("grade_id")
     return f"cell {cell.get('index')}" + (f" ('{grade_id}')" if isinstance(grade_id, str) else "")
@@ -247,17 +261,17 @@ def clip(text, limit=CELL_WORDS):
 
 def names_cell(text, number):
     """True when ``text`` (a reason) already speaks of cell ``number``."""
-    return bool(text) and re.search(rf"\bcell {number}\b", text) is not None
+    return bool(text) and number is not None and re.search(rf"\bcell {re.escape(str(number))}\b", text) is not None
 
 
 def cell_issues(report, release, reason):
     """Remarks on the run, in the words the nbgrader path uses: timeouts, errors outside test cells."""
     tests = {grade_id for grade_id, kind, _, _ in release.cells if kind == "test"}
     issues, later = [], 0
-    for cell in report.get("cells", []):
-        if not isinstance(cell, dict) or names_cell(reason, cell.get("index")):
+    for cell in plain_cells(report):
+        if names_cell(reason, cell["index"]):
             continue                                   # the reason already says what happened there
-        status, error = cell.get("status"), clip(cell.get("error"))
+        status, error = cell["status"], cell["error"]
         if status == "timeout":
             issues.append(f"{cell_label(cell)} {error or 'ran over its time limit'}")
         elif status == "error" and cell.get("grade_id") not in tests:
@@ -269,7 +283,7 @@ def cell_issues(report, release, reason):
                 issues.append(f"{cell_label(cell)} raised {error}")
     if later:
         issues.append(f"{later} later non-test cell(s) also raised")
-    for remark in report.get("remarks", []):
+    for remark in report.get("remarks", []) if isinstance(report.get("remarks"), list) else []:
         if isinstance(remark, str) and "deleted?" not in remark and remark not in issues:
             issues.append(clip(remark, 300))
     return issues
@@ -337,8 +351,12 @@ class SandboxAutograder(Autograder):
         folder = Path(job.folder) if getattr(job, "folder", None) else \
             self.course.assignment_dir("submitted", job.assignment, job.student)
         path = folder / f"{release.name}.ipynb"
-        data = path.read_bytes()
-        return Plan(job, release, path, data, hashlib.sha256(data).hexdigest(),
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        sha256 = digest.hexdigest()
+        return Plan(job, release, path, sha256,
                     derive_seed(self.course.course_id, job.assignment, job.student, self.key),
                     read_timestamp(folder))
 
@@ -402,7 +420,13 @@ class SandboxAutograder(Autograder):
                     if not done.started:
                         yield Outcome(plan.job, False, done.seconds, [f"not graded: {done.reason}"], done.stderr)
                         continue
-                    entry = self.decide(plan, done, grader[plan.job.assignment])
+                    try:
+                        entry = self.decide(plan, done, grader[plan.job.assignment])
+                    except Exception as error:   # noqa: BLE001 - e.g. a judge that chokes on odd outputs
+                        log.exception("judging %s / %s failed", plan.job.student, plan.job.assignment)
+                        yield Outcome(plan.job, False, done.seconds,
+                                      [f"the judge failed: {type(error).__name__}: {error}"], done.stderr)
+                        continue
                     outcome = self.settle(plan, entry, resumed=False)
                     self.journal.append(entry)
                     yield outcome
@@ -421,7 +445,10 @@ class SandboxAutograder(Autograder):
         prepared = self.work_dir / job.assignment / f"{job.student}.ipynb"
         remove(scratch)
         scratch.mkdir(parents=True)
-        prepared.write_bytes(release.restored(plan.data))
+        data = plan.path.read_bytes()
+        if hashlib.sha256(data).hexdigest() != plan.sha256:
+            raise RuntimeError(f"{plan.path} changed while the batch was running; grade it again")
+        prepared.write_bytes(release.restored(data))
         inputs = judges.make_inputs(job.assignment, plan.seed)
         skipped = []
         try:
@@ -440,7 +467,7 @@ class SandboxAutograder(Autograder):
             prepared.unlink(missing_ok=True)
         stderr = result.result.stderr.decode("utf-8", "replace")[-4000:]
         return Run(result.report, result.reason, result.result.started, outputs, errors, inputs,
-                   time.perf_counter() - start, skipped, stderr)
+                   time.perf_counter() - start, release.answers(data), skipped, stderr)
 
     def keep_report(self, job, report):
         self.logs_dir.mkdir(parents=True, exist_ok=True)
@@ -456,7 +483,7 @@ class SandboxAutograder(Autograder):
         kinds = {}
         for described in judges.describe(job.assignment):
             kinds.setdefault(described["grade_id"], []).append(described["kind"])
-        answered = release.answers(plan.data)
+        answered = done.answered
         scores, checks = {}, {}
         for grade_id, kind, _, _ in release.cells:
             if kind == "test":
@@ -474,20 +501,14 @@ class SandboxAutograder(Autograder):
         if reason:
             issues.append(reason)
         issues += [i for i in cell_issues(done.report, release, reason) if i not in issues]
-        cells = [{"index": c.get("index"), "grade_id": c.get("grade_id") if isinstance(c.get("grade_id"), str) else None,
-                  "status": clip(c.get("status"), 20), "error": clip(c.get("error"))}
-                 for c in done.report.get("cells", []) if isinstance(c, dict)]
         return {"student": job.student, "assignment": job.assignment, "sha256": plan.sha256, "grader": grader,
                 "notebook": release.name, "seed": str(plan.seed), "status": "graded", "scores": scores,
-                "checks": checks, "reason": reason, "issues": issues, "cells": cells,
-                "seconds": round(done.seconds, 3)}
+                "checks": checks, "answered": answered, "reason": reason, "issues": issues,
+                "cells": plain_cells(done.report), "seconds": round(done.seconds, 3)}
 
     @staticmethod
     def grade_id_at(report, number):
-        for cell in report.get("cells", []):
-            if isinstance(cell, dict) and cell.get("index") == number and isinstance(cell.get("grade_id"), str):
-                return cell["grade_id"]
-        return None
+        return next((c["grade_id"] for c in plain_cells(report) if c["index"] == number and c["grade_id"]), None)
 
     def settle(self, plan, entry, resumed):
         """Feedback page, then the gradebook; the Outcome the pipeline records."""
@@ -510,7 +531,7 @@ class SandboxAutograder(Autograder):
         """auto_score of every grade cell (manual scores are kept); nbgrader's 'No response.' comments."""
         job = plan.job
         extra = {"timestamp": plan.timestamp} if plan.timestamp else {}
-        answered = plan.release.answers(plan.data)
+        answered = entry.get("answered", {})
         with Gradebook(self.course.db_url, self.course.course_id) as gradebook, warnings.catch_warnings():
             # nbgrader 0.9.6 + SQLAlchemy 2 warn (harmlessly) when a submission is first created
             warnings.filterwarnings("ignore", "Object of type .* not in session", SAWarning)
