@@ -416,3 +416,28 @@ def test_a_batch_killed_with_sigkill_resumes_with_the_same_grades(hostile, tmp_p
         assert records[student, PS1].checks == reference.submissions[student, PS1].checks, student
     assert len(Journal(journal)) == len(QUICK)
     assert tree_digest(root / "handed_in") == before
+
+
+@pytest.mark.slow
+def test_late_submissions_get_the_courses_late_penalty(available, tmp_path):
+    """timestamp.txt handed in after the due date: nbgrader's LateSubmissionPlugin, as the course sets it."""
+    from nbgrader.api import Gradebook
+
+    from attnkit.grading.course import use_venv_tools
+
+    use_venv_tools()                                       # nbgrader runs alembic to create the gradebook
+    root = course_copy(tmp_path / "course")
+    with open(root / "nbgrader_config.py", "a") as config:
+        config.write('\nc.LateSubmissionPlugin.penalty_method = "zero"\n')
+    course = Course(root)
+    with Gradebook(course.db_url, course.course_id) as gradebook:
+        gradebook.update_or_create_assignment(PS1, duedate="2030-01-01 00:00:00 UTC")
+    for student, when in (("late", "2030-01-02 00:00:00 UTC"), ("early", "2029-12-31 00:00:00 UTC")):
+        shutil.copytree(HOSTILE / "controls" / "shape_only", root / "handed_in" / student)
+        (root / "handed_in" / student / PS1 / "timestamp.txt").write_text(when)
+    run = grade(root, [PS1], root / "handed_in", workers=2)
+    with Gradebook(course.db_url, course.course_id) as gradebook:
+        late, early = (gradebook.find_submission(PS1, s) for s in ("late", "early"))
+        assert late.total_seconds_late == 86400 and early.total_seconds_late == 0
+        assert late.late_submission_penalty == late.score == 1.5 and early.late_submission_penalty == 0
+    assert points(run, "late") == points(run, "early") == {"test_pe_table": 1.0, "test_pe_forward": 0.5}

@@ -40,12 +40,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nbgrader.api import Gradebook
+from nbgrader.plugins import LateSubmissionPlugin
 from nbgrader.utils import parse_utc
 from sqlalchemy.exc import SAWarning
 
 from ..solutions import judges
 from . import exchange, feedback, probes, runner, sandbox
 from .autograder import Autograder, Outcome
+from .course import NBGRADER_LOGGER
 from .journal import Journal
 
 log = logging.getLogger(__name__)
@@ -528,7 +530,8 @@ class SandboxAutograder(Autograder):
                        checks=entry["checks"], failures=failures, feedback=path, resumed=resumed)
 
     def write_gradebook(self, plan, entry):
-        """auto_score of every grade cell (manual scores are kept); nbgrader's 'No response.' comments."""
+        """auto_score of every grade cell (manual scores are kept), nbgrader's 'No response.' comments and
+        late penalties (timestamp.txt handed in with the notebook, as nbgrader reads it)."""
         job = plan.job
         extra = {"timestamp": plan.timestamp} if plan.timestamp else {}
         answered = entry.get("answered", {})
@@ -547,6 +550,19 @@ class SandboxAutograder(Autograder):
                     if comment.name in answered:
                         comment.auto_comment = None if answered[comment.name] else "No response."
             gradebook.db.commit()
+            self.late_penalties(gradebook, submission, job.student)
+
+    def late_penalties(self, gradebook, submission, student):
+        """nbgrader's late-submission penalty (its LateSubmissionPlugin, configured by the course)."""
+        late = submission.total_seconds_late
+        plugin = LateSubmissionPlugin(config=self.course.config, log=logging.getLogger(NBGRADER_LOGGER))
+        for notebook in submission.notebooks:
+            notebook.late_submission_penalty = None
+            if late > 0:
+                penalty = plugin.late_submission_penalty(student, notebook.score, late)
+                if penalty is not None:
+                    notebook.late_submission_penalty = min(max(float(penalty), 0.0), notebook.score)
+        gradebook.db.commit()
 
 
 def claim_slots(count, limit=1000):
