@@ -441,3 +441,18 @@ def test_late_submissions_get_the_courses_late_penalty(available, tmp_path):
         assert late.total_seconds_late == 86400 and early.total_seconds_late == 0
         assert late.late_submission_penalty == late.score == 1.5 and early.late_submission_penalty == 0
     assert points(run, "late") == points(run, "early") == {"test_pe_table": 1.0, "test_pe_forward": 0.5}
+
+
+@pytest.mark.slow
+def test_a_notebook_linked_to_the_instructors_is_not_graded(available, tmp_path):
+    """A symbolic link (to source/, say) would run the solutions as the student's own notebook."""
+    root = course_copy(tmp_path / "course")
+    (root / "handed_in" / "linker").mkdir(parents=True)
+    (root / "handed_in" / "linker" / PS1).symlink_to(root / "source" / PS1)        # the whole folder
+    (root / "handed_in" / "filelink" / PS1).mkdir(parents=True)
+    (root / "handed_in" / "filelink" / PS1 / f"{PS1}.ipynb").symlink_to(root / "source" / PS1 / f"{PS1}.ipynb")
+    run = grade(root, [PS1], root / "handed_in", workers=1)
+    for student in ("linker", "filelink"):
+        record = run.submissions[student, PS1]
+        assert record.status == "failed" and any("symbolic link" in issue for issue in record.issues), record
+        assert points(run, student) == {"test_pe_table": 0.0, "test_pe_forward": 0.0}

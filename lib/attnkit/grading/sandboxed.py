@@ -353,6 +353,9 @@ class SandboxAutograder(Autograder):
         folder = Path(job.folder) if getattr(job, "folder", None) else \
             self.course.assignment_dir("submitted", job.assignment, job.student)
         path = folder / f"{release.name}.ipynb"
+        if os.path.realpath(path) != os.path.abspath(path):
+            # e.g. a link to source/ASSIGNMENT/ASSIGNMENT.ipynb: the instructor's notebook would run as theirs
+            raise OSError(f"{path.name} is a symbolic link, or lies in a linked folder; hand in the file itself")
         digest = hashlib.sha256()
         with open(path, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
@@ -382,8 +385,12 @@ class SandboxAutograder(Autograder):
 
     # --- the batch -------------------------------------------------------------------------------------------
     def run(self, jobs):
-        jobs = list(jobs)
-        plans = [self.plan(job) for job in jobs]
+        plans = []
+        for job in jobs:
+            try:
+                plans.append(self.plan(job))
+            except OSError as error:                   # vanished or unreadable since the pre-check
+                yield Outcome(job, False, 0.0, [f"the notebook could not be read: {exchange.clip_message(error)}"])
         grader = {a: self.fingerprint(self.release(a)) for a in {p.job.assignment for p in plans}}
         todo = []
         for plan in plans:
