@@ -162,6 +162,20 @@ def test_a_forged_runner_report_cannot_break_the_parent():
     assert cell_issues({"cells": "nope", "remarks": None}, release, None) == []
 
 
+def test_an_oversized_notebook_is_rejected_unread(tmp_path):
+    from attnkit.grading.pipeline import place
+
+    (tmp_path / "nbgrader_config.py").write_text("c = get_config()\n")
+    released = ROOT / "release" / PS1
+    folder = tmp_path / "handed_in" / "big" / PS1
+    folder.mkdir(parents=True)
+    with open(folder / f"{PS1}.ipynb", "wb") as handle:
+        handle.truncate(33 * 2**20)                      # sparse: no disk used, never read
+    record = place(Course(tmp_path), tmp_path / "handed_in", "big", PS1, released, copy=False)
+    assert (record.status, record.issues) == ("rejected", [f"{PS1}.ipynb is larger than 32 MiB"])
+    assert not (tmp_path / "submitted").exists()
+
+
 def test_feedback_page_shows_verdicts_escaped_and_test_source_only_on_request():
     entry = {"student": "<ada>", "assignment": PS1, "issues": ["cell 5 raised <script>alert(1)</script>"],
              "scores": {"test_pe_table": 1.0, "written": None},

@@ -289,8 +289,13 @@ def place(course, submissions, student, assignment, released, copy=True):
             remove_tree(target)
             if original.is_dir():
                 shutil.copytree(original, target)
+    huge = [p.name for p in released.glob("*.ipynb")
+            if (original / p.name).is_file() and (original / p.name).stat().st_size > runner.MAX_NOTEBOOK_BYTES]
     if not original.is_dir():
         record.status, record.issues = "missing", [f"nothing handed in (no folder {student}/{assignment}/)"]
+    elif huge:                                          # never read a file that size into the grader's memory
+        record.status = "rejected"
+        record.issues = [f"{name} is larger than {runner.MAX_NOTEBOOK_BYTES // 2**20} MiB" for name in huge]
     else:
         issues = check_submission(original, released, course.assignment_dir("source", assignment))
         if not copy and any(issue.fatal for issue in issues) and runnable(original, released):
