@@ -32,8 +32,11 @@ test: $(STAMP) sandbox-tools
 test-fast: $(STAMP)
 	$(PY) -m pytest -n 2 tests -m "not slow"
 
+# The example class through the whole nbgrader workflow (submitted/, autograded/, feedback/, gradebook.db),
+# so the formgrader can show it for the written answers. `attnkit demo` alone uses the sandboxed grader,
+# which does not yet write the autograded/ copies the formgrader needs.
 demo: $(STAMP) sandbox-tools
-	$(PY) -m attnkit.grading demo
+	$(PY) -m attnkit.grading demo --grader nbgrader
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab course
@@ -41,9 +44,13 @@ lab: $(STAMP)
 benchmark: $(STAMP)
 	$(PY) benchmarks/attention.py
 
-# Seconds per submission: the kit's pipeline vs plain per-student `nbgrader autograde` (example class).
-.PHONY: benchmark-grading
-benchmark-grading: $(STAMP)
+# Seconds per submission: plain sequential `nbgrader autograde` vs the sandboxed grader (pool and 1 worker).
+.PHONY: benchmark-grading benchmark-autograde
+benchmark-grading: $(STAMP) sandbox-tools
+	$(PY) benchmarks/grading.py --one-worker
+
+# Seconds per submission of the nbgrader pipeline (issue 4's figures).
+benchmark-autograde: $(STAMP)
 	$(PY) benchmarks/autograde.py
 
 clean:

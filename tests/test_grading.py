@@ -479,3 +479,41 @@ def test_grading_again_gives_the_same_table(graded, example_course, tmp_path):
             assert again.table.points[key] == first.table.points[key], key
             assert (record.status, record.issues) == (first.submissions[key].status, first.submissions[key].issues)
     assert Course(example_course).assignments() == first.assignments
+
+
+# Plain nbgrader on the example class (issue 4's pipeline: submitted/, autograde, nbgrader feedback), on a
+# subset that covers every kind of outcome; the 30 s infinite loop is left to the sandboxed runs above.
+NBGRADER_SUBSET = ["ref_solution", "blank", "bug_sign_flip", "bug_frozen_table", "broken_json",
+                   "deleted_test_cell", "cheat_import"]
+
+
+@pytest.fixture(scope="module")
+def graded_by_nbgrader(tmp_path_factory):
+    root = tmp_path_factory.mktemp("kit_nbgrader")
+    shutil.copy2(ROOT / "nbgrader_config.py", root)
+    for folder in ("source", "release"):
+        shutil.copytree(ROOT / folder, root / folder)
+    handed_in = root / "handed_in"
+    for student in NBGRADER_SUBSET:
+        shutil.copytree(EXAMPLE / student, handed_in / student)
+    with open(EXAMPLE / "students.csv", newline="") as source, open(root / "students.csv", "w") as target:
+        rows = [row for row in source if row.split(",")[0] in NBGRADER_SUBSET + ["id"]]
+        target.writelines(rows)
+    before = file_hashes(handed_in)
+    run = grade(root, [], handed_in, root / "students.csv", grader="nbgrader")
+    return root, run, before, file_hashes(handed_in)
+
+
+@pytest.mark.slow
+def test_plain_nbgrader_gives_the_expected_points_and_files(graded_by_nbgrader, expected):
+    root, run, before, after = graded_by_nbgrader
+    wrong = {(student, assignment, grade_id): (run.table.points[student, assignment].get(grade_id), points)
+             for student in NBGRADER_SUBSET for assignment, cells in expected[student].items()
+             for grade_id, points in cells.items()
+             if grade_id != "reason" and run.table.points[student, assignment].get(grade_id) != points}
+    assert not wrong, f"(student, assignment, cell): (scored, expected): {wrong}"
+    assert before == after, "grading must never alter a handed-in file"
+    placed = root / "submitted" / "ref_solution" / "ps2_relative_pe" / "ps2_relative_pe.ipynb"
+    assert placed.is_file(), "nbgrader expects submissions under submitted/STUDENT/ASSIGNMENT/"
+    assert (root / "feedback" / "ref_solution" / "ps2_relative_pe" / "ps2_relative_pe.html").is_file()
+    assert (root / "autograded" / "bug_sign_flip" / "ps2_relative_pe" / "ps2_relative_pe.ipynb").is_file()
