@@ -1,6 +1,11 @@
-"""Shared pytest setup: plots without a display, and the fixture notebooks kept out of collection."""
+"""Shared pytest setup: plots without a display, fixture notebooks kept out of collection, course copies."""
+
+import os
+import shutil
+from pathlib import Path
 
 import matplotlib
+import pytest
 
 # In-process only. Setting MPLBACKEND in os.environ would leak into the nbval kernels that
 # `make test` starts beside these tests, and the lecture notebooks would then lose their figures.
@@ -8,3 +13,25 @@ matplotlib.use("Agg")
 
 # Submission fixtures include notebooks that loop forever or are not JSON: never collect them as tests.
 collect_ignore = ["fixtures"]
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def copy_course(root):
+    """Make ``root`` a course folder like the repository's: nbgrader_config.py, source/ and release/."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(ROOT / "nbgrader_config.py", root)
+    for folder in ("source", "release"):
+        shutil.copytree(ROOT / folder, root / folder)
+    return root
+
+
+@pytest.fixture(scope="session")
+def sandboxes():
+    """Sandboxed grading needs bubblewrap: skip without it, but fail in CI, where make test installs it."""
+    from attnkit.grading import sandbox
+
+    reason = sandbox.unavailable_reason()
+    if reason:
+        (pytest.fail if os.environ.get("CI") else pytest.skip)(reason)

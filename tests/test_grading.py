@@ -12,15 +12,15 @@ import copy
 import csv
 import hashlib
 import json
-import os
 import shutil
 from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import copy_course
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from attnkit.grading import Course, Job, Outcome, check_submission, demo, grade, release, sandbox
+from attnkit.grading import Course, Job, Outcome, check_submission, demo, grade, release
 from attnkit.grading.autograder import Autograder, execution_issues, nbgrader_failure
 from attnkit.grading.cli import main
 from attnkit.grading.pipeline import read_roster
@@ -348,19 +348,9 @@ def expected():
 @pytest.fixture(scope="module")
 def example_course(tmp_path_factory):
     """A temporary copy of the course: config, source/, release/ and the example class."""
-    root = tmp_path_factory.mktemp("kit")
-    shutil.copy2(ROOT / "nbgrader_config.py", root)
-    for folder in ("source", "release"):
-        shutil.copytree(ROOT / folder, root / folder)
+    root = copy_course(tmp_path_factory.mktemp("kit"))
     shutil.copytree(EXAMPLE, root / "tests" / "fixtures" / "example_class")
     return root
-
-
-@pytest.fixture(scope="module")
-def sandboxes():
-    reason = sandbox.unavailable_reason()
-    if reason:
-        (pytest.fail if os.environ.get("CI") else pytest.skip)(reason)
 
 
 @pytest.fixture(scope="module")
@@ -489,10 +479,7 @@ NBGRADER_SUBSET = ["ref_solution", "blank", "bug_sign_flip", "bug_frozen_table",
 
 @pytest.fixture(scope="module")
 def graded_by_nbgrader(tmp_path_factory):
-    root = tmp_path_factory.mktemp("kit_nbgrader")
-    shutil.copy2(ROOT / "nbgrader_config.py", root)
-    for folder in ("source", "release"):
-        shutil.copytree(ROOT / folder, root / folder)
+    root = copy_course(tmp_path_factory.mktemp("kit_nbgrader"))
     handed_in = root / "handed_in"
     for student in NBGRADER_SUBSET:
         shutil.copytree(EXAMPLE / student, handed_in / student)

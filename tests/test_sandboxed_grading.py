@@ -31,8 +31,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import copy_course
 
-from attnkit.grading import Course, grade, sandbox
+from attnkit.grading import Course, grade
 from attnkit.grading.cli import parser
 from attnkit.grading.feedback import page
 from attnkit.grading.journal import Journal
@@ -238,25 +239,10 @@ def gradebook_rows(database, leave_out=()):
         db.close()
 
 
-def course_copy(root):
-    root.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(ROOT / "nbgrader_config.py", root)
-    for folder in ("source", "release"):
-        shutil.copytree(ROOT / folder, root / folder)
-    return root
-
-
 @pytest.fixture(scope="module")
-def available():
-    reason = sandbox.unavailable_reason()
-    if reason:
-        (pytest.fail if os.environ.get("CI") else pytest.skip)(reason)
-
-
-@pytest.fixture(scope="module")
-def hostile(available, tmp_path_factory):
+def hostile(sandboxes, tmp_path_factory):
     """Controls graded twice (1 worker, pool), then the attacks; what the course looked like around them."""
-    root = course_copy(tmp_path_factory.mktemp("hostile") / "course")
+    root = copy_course(tmp_path_factory.mktemp("hostile") / "course")
     shutil.copytree(HOSTILE / "controls", root / "controls")
     shutil.copytree(HOSTILE / "submissions", root / "submitted")          # nbgrader's own layout
     sequential = grade(root, [PS1], root / "controls", reports_dir=root / "grades_sequential", workers=1)
@@ -400,7 +386,7 @@ def processes_naming(text):
 
 @pytest.mark.slow
 def test_a_batch_killed_with_sigkill_resumes_with_the_same_grades(hostile, tmp_path):
-    root = course_copy(tmp_path / "course")
+    root = copy_course(tmp_path / "course")
     for student in QUICK:
         shutil.copytree(HOSTILE / "submissions" / student, root / "handed_in" / student)
     before = tree_digest(root / "handed_in")
@@ -433,14 +419,14 @@ def test_a_batch_killed_with_sigkill_resumes_with_the_same_grades(hostile, tmp_p
 
 
 @pytest.mark.slow
-def test_late_submissions_get_the_courses_late_penalty(available, tmp_path):
+def test_late_submissions_get_the_courses_late_penalty(sandboxes, tmp_path):
     """timestamp.txt handed in after the due date: nbgrader's LateSubmissionPlugin, as the course sets it."""
     from nbgrader.api import Gradebook
 
     from attnkit.grading.course import use_venv_tools
 
     use_venv_tools()                                       # nbgrader runs alembic to create the gradebook
-    root = course_copy(tmp_path / "course")
+    root = copy_course(tmp_path / "course")
     with open(root / "nbgrader_config.py", "a") as config:
         config.write('\nc.LateSubmissionPlugin.penalty_method = "zero"\n')
     course = Course(root)
@@ -458,9 +444,9 @@ def test_late_submissions_get_the_courses_late_penalty(available, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_notebook_linked_to_the_instructors_is_not_graded(available, tmp_path):
+def test_a_notebook_linked_to_the_instructors_is_not_graded(sandboxes, tmp_path):
     """A symbolic link (to source/, say) would run the solutions as the student's own notebook."""
-    root = course_copy(tmp_path / "course")
+    root = copy_course(tmp_path / "course")
     (root / "handed_in" / "linker").mkdir(parents=True)
     (root / "handed_in" / "linker" / PS1).symlink_to(root / "source" / PS1)        # the whole folder
     (root / "handed_in" / "filelink" / PS1).mkdir(parents=True)
