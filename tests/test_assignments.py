@@ -125,8 +125,8 @@ def test_test_cells_follow_the_house_rules(path, capsys):
         exec(compile(STUBS, "/tmp/ipykernel_0/answers.py", "exec"), namespace)
         exec(compile(cell.source, "/tmp/ipykernel_0/test.py", "exec"), namespace)
         checks = namespace["checks"]
-        assert sum(points for _, points, _ in checks.results) == meta["points"], meta["grade_id"]
-        assert all(message for _, _, message in checks.results) and checks.score() == 0.0, meta["grade_id"]
+        assert sum(points for _, points, _, _ in checks.results) == meta["points"], meta["grade_id"]
+        assert all(message for _, _, message, _ in checks.results) and checks.score() == 0.0, meta["grade_id"]
         assert capsys.readouterr().err == ""
 
 

@@ -60,19 +60,18 @@ FAILED = {
     ("blank", "ps2_relative_pe"): INDEX | ATTENTION | SKEW | CAUSAL,
     ("cheat_exec", "ps1_learnable_pe"): ALL_PS1,
     ("cheat_import", "ps2_relative_pe"): ATTENTION | SKEW | CAUSAL,
-    ("bug_frozen_table", "ps1_learnable_pe"): {"pe_trainable", "pe_gradient"},
+    # a structure check that passed alone in its cell is reported failed ("counts only once ...")
+    ("bug_frozen_table", "ps1_learnable_pe"): {"pe_parameters", "pe_trainable", "pe_gradient"},
     ("partial", "ps1_learnable_pe"): {"pe_too_long", "pe_dropout"},
     ("partial", "ps2_relative_pe"): {"attn_mask_batch", "attn_cross_parity", "attn_zero_distance", "attn_mask_rows",
                                      "causal_shapes", "causal_agree", "causal_naive_parity"},
-    ("bug_no_clip", "ps2_relative_pe"): {"index_example", "index_saturation", "index_int64"}
-    | (ATTENTION - {"attn_tables"}),
+    ("bug_no_clip", "ps2_relative_pe"): {"index_example", "index_saturation", "index_int64"} | ATTENTION,
     ("bug_sign_flip", "ps2_relative_pe"): {"index_example", "index_saturation", "index_int64",
                                            "attn_self_parity", "attn_cross_parity"},
     ("bug_no_value_term", "ps2_relative_pe"): {"attn_self_parity", "attn_cross_parity", "attn_zero_distance"},
     ("bug_num_hiddens_scale", "ps2_relative_pe"): {"attn_self_parity", "attn_cross_parity", "attn_zero_distance"},
-    ("bug_skew_reversed", "ps2_relative_pe"): {"skew_example", "skew_gather", "causal_agree",
-                                               "causal_skewed_parity"},
-    ("import_error", "ps2_relative_pe"): INDEX | (ATTENTION - {"attn_tables"}),
+    ("bug_skew_reversed", "ps2_relative_pe"): SKEW | {"causal_agree", "causal_skewed_parity"},
+    ("import_error", "ps2_relative_pe"): INDEX | ATTENTION,
 }
 
 
@@ -396,8 +395,10 @@ def test_a_tensor_subclass_is_read_for_what_it_holds():
     inputs = inputs_for("ps1_learnable_pe", 3)
     outputs, errors = run_probes(namespace, "ps1_learnable_pe", inputs)
     verdicts = judges.judge("ps1_learnable_pe", inputs, outputs, errors)
-    # Zeros of the right shape: the structural checks pass as for any code of that shape, no other.
-    assert passed_ids("ps1_learnable_pe", verdicts) == STRUCTURAL["ps1_learnable_pe"]
+    # Zeros of the right shape: right structure, no right value, so nothing counts.
+    assert not passed_ids("ps1_learnable_pe", verdicts) and total(verdicts) == 0
+    assert all(by_id("ps1_learnable_pe", verdicts)[i].message.startswith("right, but counts only once")
+               for i in STRUCTURAL["ps1_learnable_pe"])
     assert np.array_equal(outputs["pe_known_table"]["output"], np.zeros_like(inputs["pe_known_table"]["arrays"]["X"]))
 
 
@@ -490,7 +491,8 @@ def test_odd_containers_never_raise():
         verdicts = judges.judge("ps2_relative_pe", inputs, outputs, errors)
         assert total(verdicts) <= 0.5
     flat = judges.judge("ps2_relative_pe", inputs, {"skew_shape/output_X": np.zeros((2, 3, 5, 5))}, {})
-    assert by_id("ps2_relative_pe", flat)["skew_shape"].passed      # the flat "probe/key" layout is read too
+    # the flat "probe/key" layout is read too: the shape is right (alone in its cell, it counts for nothing)
+    assert by_id("ps2_relative_pe", flat)["skew_shape"].message.startswith("right, but counts only once")
     assert not judges.judge("ps2_relative_pe", {}, {"skew_shape": {"output_X": np.zeros((2, 3, 5, 5))}},
                             {})["test_skew"][0].passed
 
@@ -582,37 +584,27 @@ def forged_outputs(assignment, inputs):
 
 
 @pytest.mark.parametrize("assignment", judges.ASSIGNMENTS)
-def test_structure_can_be_made_to_need_evidence(assignment):
-    inputs = inputs_for(assignment, 4)
-    strict = judges.judge(assignment, inputs, forged_outputs(assignment, inputs), {}, structure_needs_evidence=True)
-    assert total(strict) == 0
-    structural = [check for check, info in zip([c for cell in strict.values() for c in cell],
-                                               judges.describe(assignment)) if info["kind"] == "structure"]
-    assert structural and all(check.message.startswith("counts only once") for check in structural)
-    # On the example class it changes only the cells whose structural points stood alone.
-    changed = {}
-    for student, fixture_assignment in SUBMISSIONS:
-        if fixture_assignment != assignment:
-            continue
-        inputs, outputs, errors, verdicts = graded(student, assignment, 0)
-        strict = judges.scores(judges.judge(assignment, inputs, outputs, errors, structure_needs_evidence=True))
-        changed.update({(student, grade_id): (points, strict[grade_id])
-                        for grade_id, points in judges.scores(verdicts).items() if strict[grade_id] != points})
-    assert changed == {"ps1_learnable_pe": {("bug_frozen_table", "test_pe_table"): (0.5, 0.0)},
-                       "ps2_relative_pe": {("bug_no_clip", "test_rel_attention"): (0.5, 0.0),
-                                           ("import_error", "test_rel_attention"): (0.5, 0.0),
-                                           ("bug_skew_reversed", "test_skew"): (1.5, 0.0)}}[assignment]
-
-
-@pytest.mark.parametrize("assignment", judges.ASSIGNMENTS)
-def test_forger_in_full_control_of_the_sandbox_earns_only_structural_checks(assignment):
-    """The residual risk, pinned: these checks (worth the same as in the notebooks' visible checks)
-    test structure, which arrays of the right structure have whatever code wrote them."""
+def test_forger_in_full_control_of_the_sandbox_earns_nothing_from_structure(assignment):
+    """Arrays of the right structure (zeros, echoes, uniform weights, any flag) pass the structure checks,
+    which then count for nothing, since no check of the values in the same cell passes."""
     inputs = inputs_for(assignment, 4)
     verdicts = judges.judge(assignment, inputs, forged_outputs(assignment, inputs), {})
-    assert passed_ids(assignment, verdicts) == STRUCTURAL[assignment]
-    worth = sum(spec.points for spec in judges.SPECS[assignment] if spec.id in STRUCTURAL[assignment])
-    assert total(verdicts) == worth == {"ps1_learnable_pe": 1.5, "ps2_relative_pe": 5.0}[assignment]
+    assert total(verdicts) == 0 and not passed_ids(assignment, verdicts)
+    checks = by_id(assignment, verdicts)
+    assert all(checks[i].message.startswith("right, but counts only once") for i in STRUCTURAL[assignment])
+    # the forged ValueError flag of pe_too_long is believed by nobody: that check is worth 0 points
+    if assignment == "ps1_learnable_pe":
+        assert checks["pe_too_long"].max_points == 0
+
+
+def test_structure_counts_beside_a_passing_check_of_the_values():
+    """The reference solution keeps every structural point; a bug that fails only the values loses them."""
+    for assignment in judges.ASSIGNMENTS:
+        verdicts = graded("ref_solution", assignment, 0)[3]
+        assert all(check.passed for cells in verdicts.values() for check in cells)
+    skew = by_id("ps2_relative_pe", graded("bug_skew_reversed", "ps2_relative_pe", 0)[3])
+    assert [skew[i].passed for i in ("skew_shape", "skew_unchanged", "skew_float64")] == [False] * 3
+    assert judges.scores(graded("bug_skew_reversed", "ps2_relative_pe", 0)[3])["test_skew"] == 0.0
 
 
 def test_probes_return_fresh_plain_arrays():
@@ -695,3 +687,10 @@ def test_judge_leaves_its_inputs_alone():
             assert np.array_equal(value, before[0][probe]["arrays"][key])
     assert all(np.array_equal(v, before[1][p][k]) for p in outputs for k, v in outputs[p].items())
 
+
+
+def test_the_public_probes_load_without_nbgrader():
+    """The sandbox and in-process users of the probes never pay for nbgrader's import (seconds)."""
+    code = "import sys, attnkit.grading.probes, attnkit.grading.runner; print('nbgrader' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert result.stdout.strip() == "False"

@@ -336,6 +336,30 @@ def test_checks_scale_to_the_checks_that_ran_and_disqualify():
     assert Checks(points=2).score() == 0.0
 
 
+def test_structure_checks_count_only_beside_a_passing_check_of_the_values(capsys):
+    def cell(values_pass):
+        checks = Checks(points=2)
+        with checks("the output has the input's shape", 0.5, kind="structure"):
+            pass
+        with checks("shown, not scored", 0):
+            pass
+        with checks("the values equal the reference", 1.5):
+            if not values_pass:
+                raise CheckFailed("wrong values")
+        return checks.score()
+
+    assert cell(values_pass=True) == 2.0
+    assert cell(values_pass=False) == 0.0
+    out = capsys.readouterr().out
+    assert "[not scored] shown, not scored" in out and "count once a check of the values" in out
+    visible_only = Checks(points=4)                # the student version: no evidence rule on a partial run
+    with visible_only("shape", 0.5, kind="structure"):
+        pass
+    assert visible_only.score() == 4.0
+    with pytest.raises(ValueError, match="kind"):
+        Checks(points=1)("typo", 1, kind="shape")
+
+
 def test_keyboard_interrupt_is_not_swallowed():
     checks = Checks(points=1)
     with pytest.raises(KeyboardInterrupt):
@@ -431,10 +455,10 @@ def test_hidden_checks_score_the_reference_copy_zero(capsys):
     assert "NOT GRADED" in capsys.readouterr().out
 
 
-def test_hidden_checks_give_an_independent_skew_full_marks_and_a_reversed_one_less():
+def test_hidden_checks_give_an_independent_skew_full_marks_and_a_reversed_one_nothing():
     right = Checks(points=2.5)
     hidden.skew(right, run_as_notebook(OWN_SKEW)["skew"])
     assert right.score() == 2.5
     wrong = Checks(points=2.5)
     hidden.skew(wrong, run_as_notebook(OWN_SKEW.replace("X], dim=-1)", "X.flip(-1)], dim=-1)"))["skew"])
-    assert wrong.score() == 1.0          # shape, dtype and input untouched still pass
+    assert wrong.score() == 0.0          # shape, dtype and input untouched pass, but alone count for nothing

@@ -4,6 +4,11 @@ A test cell builds a ``Checks`` for its points, runs each check in a ``with chec
 block and ends with ``checks.score()``, whose value nbgrader reads as the cell's partial credit.
 One failing block costs its own points and no others: every exception is caught and explained.
 Nothing here solves an exercise; the helpers only compare, measure and explain.
+
+Grading policy, the same as the sandboxed grader's trusted judge (``attnkit.solutions.judges``):
+a check of structure only (``kind="structure"``: shapes, dtypes, parameter count) counts once a check
+of the values in the same cell passed, since arrays of the right shape prove nothing on their own; and
+a check worth 0 points is shown for information, never scored.
 """
 
 import contextlib
@@ -58,8 +63,8 @@ def _explain(exc, tb):
 class _Check:
     """Context manager for one check: catches every Exception, turns stderr and warnings into stdout."""
 
-    def __init__(self, owner, what, points):
-        self.owner, self.what, self.points = owner, what, float(points)
+    def __init__(self, owner, what, points, kind):
+        self.owner, self.what, self.points, self.kind = owner, what, float(points), kind
 
     def __enter__(self):
         self._stack = contextlib.ExitStack()
@@ -72,11 +77,11 @@ class _Check:
         self._stack.close()
         notes = [f"{w.category.__name__}: {w.message}" for w in self._warnings]
         if exc_type is None:
-            self.owner._record(self.what, self.points, None, notes)
+            self.owner._record(self.what, self.points, None, notes, self.kind)
             return False
         if not issubclass(exc_type, Exception):       # KeyboardInterrupt (a timeout), SystemExit: let go
             return False
-        self.owner._record(self.what, self.points, _explain(exc, tb), notes)
+        self.owner._record(self.what, self.points, _explain(exc, tb), notes, self.kind)
         return True
 
 
@@ -84,25 +89,32 @@ class Checks:
     """Collects the checks of one grade cell; ``score()`` returns the points earned as a plain float.
 
     ``points`` is the cell's value in nbgrader. When every check of the cell has run, the score is
-    the sum of the points of the checks that passed. In the student version the hidden checks are
-    absent, so the score is scaled to the checks that ran: a notebook that passes its visible checks
-    then validates, and the hidden checks decide the grade.
+    the sum of the points of the checks that passed, where a passed structure check counts only if a
+    check of another kind passed too (see the module's docstring). In the student version the hidden
+    checks are absent, so the score is scaled to the checks that ran: a notebook that passes its
+    visible checks then validates, and the hidden checks decide the grade.
     """
+
+    KINDS = ("values", "structure")
 
     def __init__(self, points):
         self.points = float(points)
-        self.results = []        # (what, points, message or None)
+        self.results = []        # (what, points, message or None, kind)
         self.disqualified = None
 
-    def __call__(self, what, points):
-        """``with checks("what is checked", points=0.5): ...`` runs one check."""
-        return _Check(self, what, points)
+    def __call__(self, what, points, kind="values"):
+        """``with checks("what is checked", points=0.5): ...`` runs one check; ``kind="structure"`` marks a
+        check of shapes, dtypes or parameters, which needs a passing check of the values beside it."""
+        if kind not in self.KINDS:
+            raise ValueError(f"kind: expected one of {self.KINDS}, got {kind!r}")
+        return _Check(self, what, points, kind)
 
-    def _record(self, what, points, message, notes=()):
-        self.results.append((what, points, message))
+    def _record(self, what, points, message, notes=(), kind="values"):
+        self.results.append((what, points, message, kind))
         status = "ok  " if message is None else "FAIL"
         earned = points if message is None else 0.0
-        print(f"{status} [{_fmt(earned)}/{_fmt(points)}] {what}")
+        worth = f"{_fmt(earned)}/{_fmt(points)}" if points else "not scored"
+        print(f"{status} [{worth}] {what}")
         if message is not None:
             print(f"       -> {message}")
         for note in notes:
@@ -115,8 +127,8 @@ class Checks:
 
     def score(self):
         """Points earned, a Python float in [0, points] (nbgrader reads it as partial credit)."""
-        ran = sum(p for _, p, _ in self.results)
-        earned = sum(p for _, p, m in self.results if m is None)
+        ran = sum(p for _, p, _, _ in self.results)
+        earned = sum(p for _, p, m, _ in self.results if m is None)
         if self.disqualified is not None or ran == 0:
             print(f"Score: 0 / {_fmt(self.points)} points")
             return 0.0
@@ -130,8 +142,20 @@ class Checks:
             print(f"Score: {_fmt(scaled)} / {_fmt(self.points)} points "
                   f"(visible checks only: {_fmt(earned)} of {_fmt(ran)}; hidden checks run at grading)")
             return float(scaled)
+        unsupported = self.unsupported()
+        if unsupported:
+            earned -= unsupported
+            print(f"(the {_fmt(unsupported)} points of shape and structure checks count once a check of "
+                  f"the values in this cell passes)")
         print(f"Score: {_fmt(earned)} / {_fmt(self.points)} points")
         return float(earned)
+
+    def unsupported(self):
+        """Points of passed structure checks in a cell where no check of the values passed."""
+        values_passed = any(m is None and p > 0 and k != "structure" for _, p, m, k in self.results)
+        if values_passed:
+            return 0.0
+        return sum(p for _, p, m, k in self.results if m is None and k == "structure")
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -6,8 +6,7 @@
 
 Grader options: --grader sandbox (default: each submission in a bubblewrap sandbox, verdicts from the
 trusted judges, a pool of --workers N, resumable) or --grader nbgrader (plain nbgrader autograde);
---fresh ignores the journal of an earlier run; --show-tests puts the visible test cells in the feedback;
---structure-needs-evidence lets shape and dtype checks count only next to a passing check of the values.
+--fresh ignores the journal of an earlier run; --show-tests puts the visible test cells in the feedback.
 
 Exit status: 0 done (bad submissions are reported, they do not fail the run), 1 release drift,
 2 usage or course errors (also: the sandbox cannot run here; the message says how to install it).
@@ -20,7 +19,7 @@ from pathlib import Path
 
 from .course import Course
 from .pipeline import GRADERS, demo, grade
-from .release import NbgraderError, drift, release
+from .releases import NbgraderError, drift, release
 from .sandbox import SandboxUnavailable
 
 
@@ -61,9 +60,6 @@ def grader_options(command):
                          help="grade everything again, ignoring the journal of an earlier (interrupted) run")
     command.add_argument("--show-tests", action="store_true",
                          help="show the released visible test cells in the feedback pages (never hidden tests)")
-    command.add_argument("--structure-needs-evidence", action="store_true",
-                         help="a check of shapes/dtypes/parameters counts only once a check of the values in "
-                              "the same cell passed (forged arrays of the right shape then earn nothing)")
 
 
 def positive(text):
@@ -111,7 +107,7 @@ def run_demo(args):
 
 def options(args):
     return {"grader": args.grader, "workers": args.workers, "fresh": args.fresh, "show_tests": args.show_tests,
-            "structure_needs_evidence": args.structure_needs_evidence, "progress": not args.quiet}
+            "progress": not args.quiet}
 
 
 def show(run):

@@ -20,9 +20,10 @@ submission's own numbers on those inputs, one that a sound but imperfect answer 
 get exactly 0 and the others share all the weight; logits do not change when the context shifts;
 the two causal versions agree and average the given values). A few test structure only (shapes,
 dtypes, one trainable parameter, the input left unchanged): arrays of the right structure pass them
-whatever wrote them, as trivial code passes them in the notebook. No flag the student's process
-reports is believed, with one exception: in ``pe_too_long`` "the exception was a ValueError" is
-inherently the submission's own report; it counts only with the right output at n = max_len.
+whatever wrote them, so a passed structure check counts only once a check of another kind in the same
+cell passed (the notebooks' ``Checks`` apply the same rule). No flag the student's process reports is
+believed: ``pe_too_long`` ("the exception was a ValueError" is the submission's own report) is decided
+and shown but worth 0 points.
 """
 
 import math
@@ -669,9 +670,10 @@ SPECS = {
         _Spec("test_pe_table", "pe_gradient", "the gradient reaches exactly the rows 0..n-1 of the table", 1,
               _check_gradient),
         _Spec("test_pe_forward", "pe_shape", "the output has the input's shape", 0.5, _check_pe_shape),
-        _Spec("test_pe_forward", "pe_known_table", "row i of the table is added to position i (dropout=0)", 1,
+        _Spec("test_pe_forward", "pe_known_table", "row i of the table is added to position i (dropout=0)", 1.5,
               _check_known_table),
-        _Spec("test_pe_forward", "pe_too_long", "a sequence longer than max_len raises ValueError", 0.5,
+        _Spec("test_pe_forward", "pe_too_long", "a sequence longer than max_len raises ValueError (not scored: "
+                                                "the grader cannot verify what your process reports)", 0,
               _check_too_long),
         _Spec("test_pe_forward", "pe_parity",
               "same output as the reference for several shapes (n = max_len, n = 1, odd num_hiddens)", 1,
@@ -831,7 +833,7 @@ def _decide(spec, case, arrays, error):
     return True, ""
 
 
-def judge(assignment, inputs, outputs, probe_errors=None, *, structure_needs_evidence=False):
+def judge(assignment, inputs, outputs, probe_errors=None):
     """{grade_id: [Check, ...]} for one submission, decided from the probe outputs alone.
 
     ``inputs`` is what ``make_inputs`` returned for this submission; ``outputs`` {probe: {key: ndarray}}
@@ -839,9 +841,9 @@ def judge(assignment, inputs, outputs, probe_errors=None, *, structure_needs_evi
     as ``attnkit.grading.exchange.read_outputs`` returns them (key "*": the whole file was rejected).
     A probe with neither outputs nor an error (the notebook never got there) fails its checks.
 
-    With ``structure_needs_evidence``, a structural check (shapes, dtypes, parameters) counts only when
-    a check of another kind in the same cell passed: arrays of the right structure alone then earn
-    nothing. Off by default, because plain nbgrader (and expected_scores.json) gives those points.
+    A structural check (shapes, dtypes, parameters) counts only when a scored check of another kind in
+    the same cell passed: arrays of the right structure alone earn nothing (``attnkit.checking.Checks``
+    applies the same rule in the notebooks, so plain nbgrader gives the same points).
     """
     if assignment not in SPECS:
         raise ValueError(f"unknown assignment {assignment!r}; known: {', '.join(SPECS)}")
@@ -852,11 +854,11 @@ def judge(assignment, inputs, outputs, probe_errors=None, *, structure_needs_evi
     for spec in SPECS[assignment]:
         error = errors.get(spec.probe, errors.get("*"))          # "*": the whole outputs file was rejected
         decided.append((spec, *_decide(spec, inputs.get(spec.probe), outputs.get(spec.probe), error)))
-    if structure_needs_evidence:
-        evidenced = {spec.grade_id for spec, passed, _ in decided if passed and spec.kind != "structure"}
-        decided = [(spec, False, "counts only once a check of the values in this cell passes")
-                   if passed and spec.kind == "structure" and spec.grade_id not in evidenced
-                   else (spec, passed, message) for spec, passed, message in decided]
+    evidenced = {spec.grade_id for spec, passed, _ in decided
+                 if passed and spec.points > 0 and spec.kind != "structure"}
+    decided = [(spec, False, "right, but counts only once a check of the values in this cell passes")
+               if passed and spec.kind == "structure" and spec.grade_id not in evidenced
+               else (spec, passed, message) for spec, passed, message in decided]
     verdicts = {}
     for spec, passed, message in decided:
         points = float(spec.points)
