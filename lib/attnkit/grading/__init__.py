@@ -2,17 +2,34 @@
 
 Command line: ``python -m attnkit.grading {release,grade,demo}`` (see :mod:`attnkit.grading.cli`).
 Library: :func:`grade` runs the instructor's whole grading workflow; the autograde step sits behind
-:class:`Autograder` so that another implementation (sandboxed, parallel) can replace
-:class:`NbgraderAutograder`.
+:class:`Autograder`, implemented by the sandboxed grader (:mod:`.sandboxed`, the default) and by
+:class:`NbgraderAutograder` (plain nbgrader).
+
+The names below are loaded on first use: the sandbox's runner and the public probes import this package
+without nbgrader, whose import alone takes seconds.
 """
 
-from .autograder import Autograder, Job, NbgraderAutograder, Outcome
-from .course import Course
-from .pipeline import GradingRun, Submission, demo, grade
-from .precheck import Issue, check_submission
-from .release import NbgraderError, drift, release
+import importlib
 
-__all__ = [
-    "Autograder", "Course", "GradingRun", "Issue", "Job", "NbgraderAutograder", "NbgraderError", "Outcome",
-    "Submission", "check_submission", "demo", "drift", "grade", "release",
-]
+_EXPORTS = {
+    "Autograder": "autograder", "Job": "autograder", "NbgraderAutograder": "autograder", "Outcome": "autograder",
+    "Course": "course",
+    "GradingRun": "pipeline", "Submission": "pipeline", "demo": "pipeline", "grade": "pipeline",
+    "Issue": "precheck", "check_submission": "precheck",
+    "NbgraderError": "releases", "drift": "releases", "release": "releases",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))
