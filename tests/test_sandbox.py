@@ -508,6 +508,48 @@ def test_fork_bomb_stops_at_the_process_limit(box, course):
     assert sandbox_processes(box.limits.uid) == []
 
 
+PROCESSES = "import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))"
+
+
+@pytest.mark.slow
+def test_processes_a_cell_or_probe_leaves_behind_are_gone_before_the_next_step(box, course):
+    """Only bubblewrap's init (1) and the runner (2) are left after each cell; threads are counted, not killed."""
+    daemons = ("import os, time\nfor _ in range(3):\n    if os.fork() == 0:\n        os.setsid()\n"
+               "        while True:\n            time.sleep(1)")
+    spinning_bomb = "import os\nwhile True:\n    if os.fork() == 0:\n        while True:\n            pass"
+    forking_square = ("import os\ndef square(x):\n    if os.fork() == 0:\n        while True:\n            pass\n"
+                      "    return x * x")
+    thread = "import threading, time\nthreading.Thread(target=time.sleep, args=(60,), daemon=True).start()"
+    run = run_boxed(box, course, code(daemons, PROCESSES, spinning_bomb, PROCESSES, forking_square, thread,
+                                      PROCESSES))
+    cells = cells_by_index(run.report)
+    assert cells[1]["killed"] == 3 and cells[2]["stdout"] == "[1, 2]\n"
+    # the rest of the limit: the runner and its watchdog thread count too (and bwrap's init, in a user namespace)
+    assert cells[3]["processes"] and box.limits.processes - 3 <= cells[3]["killed"] <= box.limits.processes - 2
+    assert cells[4]["stdout"] == "[1, 2]\n" and "killed" not in cells[4]
+    assert cells[6]["threads"] == 1 and "killed" not in cells[6] and cells[7]["stdout"] == "[1, 2]\n"
+    assert run.report["probes"]["square"]["killed"] == 1 and run.report["probes"]["square"]["status"] == "ok"
+    np.testing.assert_array_equal(exchange.read_outputs(run.out_dir)[0]["square"]["y"], np.arange(5.0) ** 2)
+    assert run.reason.startswith(f"cell 3 hit the limit of {box.limits.processes} processes and threads")
+    assert sandbox_processes(box.limits.uid) == []
+
+
+def test_runner_never_kills_other_processes_in_process_or_as_root(scratch):
+    child = os.fork()
+    if child == 0:
+        os.pause()
+        os._exit(0)
+    try:
+        report = run_here(scratch, code("x = 1"))
+        assert os.waitpid(child, os.WNOHANG) == (0, 0) and "killed" not in report["cells"][0]
+    finally:
+        os.kill(child, 9)
+        os.waitpid(child, 0)
+    if os.geteuid() == 0:
+        with pytest.raises(SystemExit, match="--reap: refused as root"):
+            runner.main([str(scratch), "--reap"])
+
+
 @pytest.mark.slow
 def test_memory_exhaustion_is_reported_as_the_memory_limit(box, course):
     run = run_boxed(box, course, code("import torch\nx = torch.ones(2**30, dtype=torch.float32)",

@@ -1,7 +1,7 @@
 """Run one submitted notebook inside the sandbox: its code cells in order in one namespace, then the probes.
 
     python -m attnkit.grading.runner SCRATCH_DIR [--assignment NAME] [--probes MODULE] [--out DIR]
-        [--channel FD] [--cell-timeout SECONDS] [--cell-output BYTES] [--skip N,N,...]
+        [--channel FD] [--cell-timeout SECONDS] [--cell-output BYTES] [--skip N,N,...] [--reap]
 
 Reads SCRATCH_DIR/notebook.ipynb with plain ``json`` and tolerates anything (not JSON, no cells, cells of
 odd types); runs the code cells in order in one fresh namespace (``__name__ == "__main__"``), each under
@@ -15,6 +15,12 @@ No Jupyter: a plain interpreter starts much faster than a kernel. IPython syntax
 a cell that is not valid Python has its ``%magic`` and ``!shell`` lines skipped (``%time``/``%%time``
 run their statement); matplotlib draws with Agg. A cell that raises is recorded and the next one runs,
 as in ``nbgrader autograde``.
+
+With --reap (only in the sandbox, where the runner has a PID namespace of its own) every process a cell
+or probe left behind is killed and reaped before the next step: a fork bomb's children, or a server a
+cell started, never compete with the later cells and the probes for the CPU or the process limit.
+Threads a cell started live in the runner's own process and cannot be stopped from outside; the report
+counts them (``threads`` of the cell), and they end with the process.
 
 Nothing here trusts the notebook: the namespace, the objects probes get back, and everything the report
 says about them come from student code. The report is for reasons and remarks, never for points; points
@@ -46,6 +52,7 @@ REPORT_OUTPUT = 2 * 2**20           # bytes of captured output kept in the whole
 MAX_NOTEBOOK_BYTES = 32 * 2**20
 STUCK_GRACE = 5.0                   # seconds a timed-out cell may take to give up before the process ends
 EXIT_STUCK = 70                     # exit status when a cell or probe ignored its timeout
+REAP_SECONDS = 5.0                  # how long the runner keeps killing one step's leftover processes
 MEMORY_WORDS = ("can't allocate memory", "Cannot allocate memory", "bad_alloc", "out of memory")
 
 
@@ -268,11 +275,13 @@ class Runner:
     """One notebook's run: cells, then probes; ``report`` is what :meth:`run` returns and writes.
 
     ``grace``: seconds a step may run past its timeout before a watchdog thread ends the process
-    (None: no watchdog, for in-process runs); ``channel``: a pipe's file descriptor to the parent.
+    (None: no watchdog, for in-process runs); ``channel``: a pipe's file descriptor to the parent;
+    ``reap``: kill every other process of the PID namespace after each step (see :func:`kill_others`:
+    only where the runner has a PID namespace of its own, never in-process).
     """
 
     def __init__(self, scratch, out=None, assignment=None, probes=DEFAULT_PROBES, cell_timeout=CELL_TIMEOUT,
-                 cell_output=CELL_OUTPUT, skip=(), channel=None, grace=None):
+                 cell_output=CELL_OUTPUT, skip=(), channel=None, grace=None, reap=False):
         self.scratch = Path(scratch)
         self.out = Path(out) if out else self.scratch / exchange.OUT_DIR
         self.assignment, self.probes_module = assignment, probes
@@ -281,6 +290,7 @@ class Runner:
         # The watchdog ends the whole process: only for the command line, never for an in-process run.
         self.watchdog = Watchdog(self.say, grace) if grace is not None else None
         self.pid = os.getpid()                 # a process the notebook forked must not speak for it
+        self.reap = reap
         self.report = {"version": 1, "status": "ok", "reason": None, "remarks": [], "cells": [], "probes": {},
                        "assignment": assignment, "limits": current_limits(cell_timeout, cell_output)}
         self.outputs = {}
@@ -341,6 +351,7 @@ class Runner:
             self.say({"event": "done", "cell": record})
             return record
         stdout, stderr = CappedStream(self.cell_output), CappedStream(self.cell_output)
+        threads = set(threading.enumerate())
         start = time.perf_counter()
         try:
             body, last = compile_cell(code, filename)
@@ -359,6 +370,7 @@ class Runner:
             if value is not None:
                 record["result"] = value
         record["seconds"] = round(time.perf_counter() - start, 4)
+        record.update(self.leftovers(threads))
         for name, stream in (("stdout", stdout), ("stderr", stderr)):
             text = stream.text()[:self.output_room]
             self.output_room -= len(text)
@@ -396,6 +408,27 @@ class Runner:
             self.disarm()
         return status, value
 
+    def leftovers(self, threads=None):
+        """After a step: kill the processes it left (with reap), count the Python threads it left running.
+
+        Returns the entries for the step's record: ``killed`` (processes it left behind, now dead),
+        ``still_running`` (processes that could not be killed in REAP_SECONDS) and ``threads`` (threads
+        started since ``threads``, a set from threading.enumerate(), that still run: they live in this
+        process and keep running, but only until the runner ends it).
+        """
+        found = {}
+        if self.reap and os.getpid() == self.pid:
+            killed, left = kill_others()
+            if killed:
+                found["killed"] = killed
+            if left:
+                found["still_running"] = left
+        if threads is not None:
+            started = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
+            if started:
+                found["threads"] = len(started)
+        return found
+
     def arm(self, step):
         if self.watchdog:
             self.watchdog.arm(step, self.cell_timeout)
@@ -430,6 +463,7 @@ class Runner:
             status, result = self.guarded(f"probe {name}", lambda: probe.run(namespace, arrays, params),
                                           None, sink, sink)
             record["seconds"] = round(time.perf_counter() - start, 4)
+            record.update(self.leftovers())
             if status["status"] == "ok":
                 try:
                     self.outputs[name] = checked_outputs(result, name)
@@ -535,6 +569,58 @@ def is_memory_error(error):
     return any(word in text for word in MEMORY_WORDS)
 
 
+def other_processes():
+    """PIDs listed in /proc but this process and PID 1 (in the sandbox: bubblewrap's init)."""
+    me = os.getpid()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    return [int(name) for name in names if name.isdigit() and int(name) not in (1, me)]
+
+
+def reap_children():
+    """Collect every ended child of this process, so that none stays a zombie counting against RLIMIT_NPROC."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except OSError:                        # ECHILD: no child at all
+            return
+        if pid == 0:
+            return
+
+
+def kill_others(seconds=REAP_SECONDS):
+    """SIGKILL every other process of this PID namespace until none is left: (how many, how many remain).
+
+    Only for a runner in a PID namespace of its own (the sandbox's, where it runs as an unprivileged
+    uid): there ``kill(-1, SIGKILL)`` reaches every process of the namespace but the caller and the
+    namespace's init (bubblewrap's reaper, which the kernel never lets a namespace member kill and which
+    reaps the orphans); outside one it would reach every process of the uid on the machine. Children of
+    the runner itself are reaped here. One kill(-1) stops a fork bomb (the kernel holds fork off while it
+    signals, and a process with SIGKILL pending forks no more); it is repeated until /proc is empty of
+    others, for at most ``seconds`` (a thread of the runner may still be forking).
+    """
+    reap_children()
+    seen = set(other_processes())
+    if not seen:
+        return 0, 0
+    end = time.monotonic() + seconds
+    while True:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:                        # ESRCH: nothing left to signal
+            pass
+        reap_children()
+        left = other_processes()
+        seen.update(left)
+        if not left:
+            return len(seen), 0
+        if time.monotonic() > end:
+            return len(seen), len(left)
+        time.sleep(0.002)
+
+
 def close_figures():
     """Close the notebook's figures after each cell, as the inline backend does (frees their memory)."""
     pyplot = sys.modules.get("matplotlib.pyplot")
@@ -588,6 +674,13 @@ def summary(report):
             cap = limits.get("nproc")
             return f"cell {label(cell)} hit the limit of {cap} processes and threads: {cell.get('error')}"
     for cell in report["cells"]:
+        if cell.get("still_running"):
+            return (f"cell {label(cell)} left {cell['still_running']} processes the grader could not stop; "
+                    f"later cells and probes shared the sandbox with them")
+    for cell in report["cells"]:
+        if cell.get("killed"):
+            return f"cell {label(cell)} left {cell['killed']} processes running; the grader killed them"
+    for cell in report["cells"]:
         for name in ("stdout", "stderr"):
             if f"{name}_bytes" in cell:
                 return (f"cell {label(cell)} wrote {cell[f'{name}_bytes']} bytes to {name}; only the first "
@@ -615,19 +708,24 @@ def parse_args(argv):
     parser.add_argument("--skip", default="", help="comma-separated cell numbers (from 1) not to run")
     parser.add_argument("--grace", type=float, default=STUCK_GRACE,
                         help="seconds past its timeout before a stuck cell ends the process (default: %(default)s)")
+    parser.add_argument("--reap", action="store_true",
+                        help="after each cell and probe, kill every other process of the PID namespace (only "
+                             "in the sandbox's own PID namespace; refused when run as root)")
     return parser.parse_args(argv)
 
 
 def main(argv=None):
     """Run the notebook, then end the process at once (student threads and atexit hooks never run)."""
     args = parse_args(argv)
+    if args.reap and os.geteuid() == 0:
+        raise SystemExit("--reap: refused as root (kill(-1) would reach every process root may signal)")
     faulthandler.enable(file=sys.__stderr__)        # a segfault prints which cell's line crashed
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # over the file-size limit: an OSError, not death
     if args.channel is not None:
         os.set_inheritable(args.channel, False)     # no subprocess of the notebook gets the pipe
     skip = {int(n) for n in args.skip.split(",") if n.strip().isdigit()}
     runner = Runner(args.scratch, args.out, args.assignment, args.probes, args.cell_timeout, args.cell_output,
-                    skip, args.channel, grace=args.grace)
+                    skip, args.channel, grace=args.grace, reap=args.reap)
     code = 0
     try:
         runner.run()

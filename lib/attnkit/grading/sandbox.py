@@ -637,7 +637,7 @@ def run_notebook(sandbox, notebook, scratch_dir, assignment=None, inputs=None, l
     if expected is not None:
         (scratch_dir / runner.EXPECTED).write_text(json.dumps({"cells": expected}), encoding="utf-8")
     argv = ["python", "-m", "attnkit.grading.runner", SCRATCH, "--channel", CHANNEL,
-            "--cell-timeout", str(cell_timeout), "--grace", str(grace)]
+            "--cell-timeout", str(cell_timeout), "--grace", str(grace), "--reap"]
     if assignment:
         argv += ["--assignment", assignment]
     if probes:
