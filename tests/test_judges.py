@@ -60,16 +60,16 @@ FAILED = {
     ("blank", "ps2_relative_pe"): INDEX | ATTENTION | SKEW | CAUSAL,
     ("cheat_exec", "ps1_learnable_pe"): ALL_PS1,
     ("cheat_import", "ps2_relative_pe"): ATTENTION | SKEW | CAUSAL,
-    # a structure check that passed alone in its cell is reported failed ("counts only once ...")
+    # a structure or property check that passed in a cell where no comparison with the reference passed
+    # is reported failed ("right, but counts only once ...")
     ("bug_frozen_table", "ps1_learnable_pe"): {"pe_parameters", "pe_trainable", "pe_gradient"},
     ("partial", "ps1_learnable_pe"): {"pe_too_long", "pe_dropout"},
     ("partial", "ps2_relative_pe"): {"attn_mask_batch", "attn_cross_parity", "attn_zero_distance", "attn_mask_rows",
                                      "causal_shapes", "causal_agree", "causal_naive_parity"},
-    ("bug_no_clip", "ps2_relative_pe"): {"index_example", "index_saturation", "index_int64"} | ATTENTION,
-    ("bug_sign_flip", "ps2_relative_pe"): {"index_example", "index_saturation", "index_int64",
-                                           "attn_self_parity", "attn_cross_parity"},
-    ("bug_no_value_term", "ps2_relative_pe"): {"attn_self_parity", "attn_cross_parity", "attn_zero_distance"},
-    ("bug_num_hiddens_scale", "ps2_relative_pe"): {"attn_self_parity", "attn_cross_parity", "attn_zero_distance"},
+    ("bug_no_clip", "ps2_relative_pe"): INDEX | ATTENTION,
+    ("bug_sign_flip", "ps2_relative_pe"): INDEX | {"attn_self_parity", "attn_cross_parity"},
+    ("bug_no_value_term", "ps2_relative_pe"): ATTENTION,
+    ("bug_num_hiddens_scale", "ps2_relative_pe"): ATTENTION,
     ("bug_skew_reversed", "ps2_relative_pe"): SKEW | {"causal_agree", "causal_skewed_parity"},
     ("import_error", "ps2_relative_pe"): INDEX | ATTENTION,
 }
@@ -438,16 +438,16 @@ def patches_undone():
 
 
 def test_monkeypatched_comparisons_change_nothing():
-    """The bug_no_value_term answers plus every comparison patched to say 'equal': still 4/8 on attention."""
-    honest = judges.scores(graded("bug_no_value_term", "ps2_relative_pe", 5)[3])
+    """The bug_sign_flip answers plus every comparison patched to say 'equal': still 5/8 on attention."""
+    honest = judges.scores(graded("bug_sign_flip", "ps2_relative_pe", 5)[3])
     with patches_undone():
-        namespace = execute(answer_cells("bug_no_value_term", "ps2_relative_pe") + [PATCHES])
+        namespace = execute(answer_cells("bug_sign_flip", "ps2_relative_pe") + [PATCHES])
         assert torch.allclose(torch.zeros(1), torch.ones(1))          # the patches are live...
         inputs = inputs_for("ps2_relative_pe", 5)
         outputs, errors = run_probes(namespace, "ps2_relative_pe", inputs)
         verdicts = judges.judge("ps2_relative_pe", inputs, outputs, errors)   # ...even while judging here
     assert judges.scores(verdicts) == honest
-    assert judges.scores(verdicts)["test_rel_attention"] == 4.0
+    assert judges.scores(verdicts)["test_rel_attention"] == 5.0
 
 
 def _replace_every_array(outputs, make):

@@ -351,11 +351,17 @@ def test_structure_checks_count_only_beside_a_passing_check_of_the_values(capsys
     assert cell(values_pass=True) == 2.0
     assert cell(values_pass=False) == 0.0
     out = capsys.readouterr().out
-    assert "[not scored] shown, not scored" in out and "count once a check of the values" in out
+    assert "[not scored] shown, not scored" in out and "count once a comparison with the expected values" in out
     visible_only = Checks(points=4)                # the student version: no evidence rule on a partial run
     with visible_only("shape", 0.5, kind="structure"):
         pass
     assert visible_only.score() == 4.0
+    masks = Checks(points=1)                       # a property alone counts for nothing either
+    with masks("masked keys get weight 0", 0.5, kind="property"):
+        pass
+    with masks("the weights equal the reference", 0.5):
+        raise CheckFailed("wrong weights")
+    assert masks.score() == 0.0
     with pytest.raises(ValueError, match="kind"):
         Checks(points=1)("typo", 1, kind="shape")
 

@@ -6,9 +6,10 @@ One failing block costs its own points and no others: every exception is caught 
 Nothing here solves an exercise; the helpers only compare, measure and explain.
 
 Grading policy, the same as the sandboxed grader's trusted judge (``attnkit.solutions.judges``):
-a check of structure only (``kind="structure"``: shapes, dtypes, parameter count) counts once a check
-of the values in the same cell passed, since arrays of the right shape prove nothing on their own; and
-a check worth 0 points is shown for information, never scored.
+a check of structure (``kind="structure"``: shapes, dtypes, parameter count) or of a property
+(``kind="property"``: masked keys get 0, invariance under a shift, two versions agree) counts once a
+comparison with the expected values in the same cell passed, since arrays with the right shape or
+property can be made without solving the exercise; a check worth 0 points is shown, never scored.
 """
 
 import contextlib
@@ -95,7 +96,7 @@ class Checks:
     visible checks then validates, and the hidden checks decide the grade.
     """
 
-    KINDS = ("values", "structure")
+    KINDS = ("values", "structure", "property")
 
     def __init__(self, points):
         self.points = float(points)
@@ -103,8 +104,8 @@ class Checks:
         self.disqualified = None
 
     def __call__(self, what, points, kind="values"):
-        """``with checks("what is checked", points=0.5): ...`` runs one check; ``kind="structure"`` marks a
-        check of shapes, dtypes or parameters, which needs a passing check of the values beside it."""
+        """``with checks("what is checked", points=0.5): ...`` runs one check; ``kind`` "structure" (shapes,
+        dtypes, parameters) or "property" marks a check that needs a passing check of the values beside it."""
         if kind not in self.KINDS:
             raise ValueError(f"kind: expected one of {self.KINDS}, got {kind!r}")
         return _Check(self, what, points, kind)
@@ -145,17 +146,16 @@ class Checks:
         unsupported = self.unsupported()
         if unsupported:
             earned -= unsupported
-            print(f"(the {_fmt(unsupported)} points of shape and structure checks count once a check of "
-                  f"the values in this cell passes)")
+            print(f"(the {_fmt(unsupported)} points of shape and property checks count once a comparison "
+                  f"with the expected values in this cell passes)")
         print(f"Score: {_fmt(earned)} / {_fmt(self.points)} points")
         return float(earned)
 
     def unsupported(self):
-        """Points of passed structure checks in a cell where no check of the values passed."""
-        values_passed = any(m is None and p > 0 and k != "structure" for _, p, m, k in self.results)
-        if values_passed:
+        """Points of passed structure and property checks in a cell where no check of the values passed."""
+        if any(m is None and p > 0 and k == "values" for _, p, m, k in self.results):
             return 0.0
-        return sum(p for _, p, m, k in self.results if m is None and k == "structure")
+        return sum(p for _, p, m, k in self.results if m is None and k != "values")
 
 
 # ---------------------------------------------------------------------------------------------------

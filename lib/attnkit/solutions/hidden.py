@@ -118,7 +118,8 @@ def index(checks, fn):
     """Hidden part of the index cell: Toeplitz with diagonal k, saturation, and parity on many shapes."""
     if not provenance.check(checks, fn, "relative_position_index"):
         return
-    with checks("Toeplitz: constant along every diagonal, and equal to k on the main diagonal", 0.5):
+    with checks("Toeplitz: constant along every diagonal, and equal to k on the main diagonal", 0.5,
+                kind="property"):
         for q, n, k in _INDEX_CASES:
             got = fn(q, n, k)
             expect_shape(got, (q, n), f"relative_position_index({q}, {n}, {k})")
@@ -129,7 +130,7 @@ def index(checks, fn):
             expect(bool((diagonal == k).all()),
                    f"relative_position_index({q}, {n}, {k}) has {diagonal.tolist()} on the diagonal, "
                    f"expected {k} (i = j is distance 0, shifted by k)")
-    with checks("saturation: 0 where j - i <= -k and 2k where j - i >= k", 0.5):
+    with checks("saturation: 0 where j - i <= -k and 2k where j - i >= k", 0.5, kind="property"):
         for q, n, k in _INDEX_CASES:
             got = fn(q, n, k)
             distance = torch.arange(n)[None, :] - torch.arange(q)[:, None]          # (q, n): j - i
@@ -246,7 +247,8 @@ def attention(checks, cls):
                      "attention weights with max_distance=0 (the a^K term is constant per query)", 1e-5)
         expect_close(got, want, "output with max_distance=0 (plain attention + W_o(rel_v[0] per head))", 1e-4)
 
-    with checks("relative logits do not change when the whole context is shifted by 4 positions", 1):
+    with checks("relative logits do not change when the whole context is shifted by 4 positions", 1,
+                kind="property"):
         student, _, _ = _attention_pair(cls, 16, 2, 3, seed=4)
         X = torch.randn(1, 6, 16, generator=g)
         Y = torch.cat([torch.randn(1, 4, 16, generator=g), X], dim=1)      # X now starts at position 4
@@ -259,7 +261,7 @@ def attention(checks, cls):
         expect_close(logits_Y - logits_Y[..., :1], logits_X - logits_X[..., :1],
                      "log-weight differences between tokens of X, before and after shifting X", 1e-4)
 
-    with checks("keys beyond valid_lens of shape (batch, q) get weight exactly 0", 0.5):
+    with checks("keys beyond valid_lens of shape (batch, q) get weight exactly 0", 0.5, kind="property"):
         student, _, _ = _attention_pair(cls, 16, 4, 2, seed=5)
         queries = torch.randn(2, 3, 16, generator=g)
         keys = torch.randn(2, 8, 16, generator=g)

@@ -19,11 +19,12 @@ Most checks compare with the reference on the grader's inputs. Some test a prope
 submission's own numbers on those inputs, one that a sound but imperfect answer keeps (masked keys
 get exactly 0 and the others share all the weight; logits do not change when the context shifts;
 the two causal versions agree and average the given values). A few test structure only (shapes,
-dtypes, one trainable parameter, the input left unchanged): arrays of the right structure pass them
-whatever wrote them, so a passed structure check counts only once a check of another kind in the same
-cell passed (the notebooks' ``Checks`` apply the same rule). No flag the student's process reports is
-believed: ``pe_too_long`` ("the exception was a ValueError" is the submission's own report) is decided
-and shown but worth 0 points.
+dtypes, one trainable parameter, the input left unchanged). Arrays with a property or a structure can
+be built from the inputs without computing the exercise, by a submission in control of its sandbox, so
+a passed property or structure check counts only once a comparison with the reference in the same cell
+passed: every point then rests on numbers only the right computation gives (the notebooks' ``Checks``
+apply the same rule). No flag the student's process reports is believed: ``pe_too_long`` ("the exception
+was a ValueError" is the submission's own report) is decided and shown but worth 0 points.
 """
 
 import math
@@ -52,6 +53,7 @@ MEMORY_HEAD_DIM = 64
 MEMORY_ROWS = 6
 
 _MESSAGE_LIMIT = 400
+UNSUPPORTED = "right, but counts only once a comparison with the expected values in this cell passes"
 
 
 @dataclass(frozen=True)
@@ -841,9 +843,9 @@ def judge(assignment, inputs, outputs, probe_errors=None):
     as ``attnkit.grading.exchange.read_outputs`` returns them (key "*": the whole file was rejected).
     A probe with neither outputs nor an error (the notebook never got there) fails its checks.
 
-    A structural check (shapes, dtypes, parameters) counts only when a scored check of another kind in
-    the same cell passed: arrays of the right structure alone earn nothing (``attnkit.checking.Checks``
-    applies the same rule in the notebooks, so plain nbgrader gives the same points).
+    A structure or property check counts only when a scored comparison with the reference in the same
+    cell passed: arrays built to have the right shape or property earn nothing on their own
+    (``attnkit.checking.Checks`` applies the same rule in the notebooks, so plain nbgrader agrees).
     """
     if assignment not in SPECS:
         raise ValueError(f"unknown assignment {assignment!r}; known: {', '.join(SPECS)}")
@@ -855,9 +857,8 @@ def judge(assignment, inputs, outputs, probe_errors=None):
         error = errors.get(spec.probe, errors.get("*"))          # "*": the whole outputs file was rejected
         decided.append((spec, *_decide(spec, inputs.get(spec.probe), outputs.get(spec.probe), error)))
     evidenced = {spec.grade_id for spec, passed, _ in decided
-                 if passed and spec.points > 0 and spec.kind != "structure"}
-    decided = [(spec, False, "right, but counts only once a check of the values in this cell passes")
-               if passed and spec.kind == "structure" and spec.grade_id not in evidenced
+                 if passed and spec.points > 0 and spec.kind == "reference"}
+    decided = [(spec, False, UNSUPPORTED) if passed and spec.kind != "reference" and spec.grade_id not in evidenced
                else (spec, passed, message) for spec, passed, message in decided]
     verdicts = {}
     for spec, passed, message in decided:
