@@ -343,7 +343,7 @@ def test_staging_refuses_a_probes_module_that_imports_the_solutions(tmp_path):
 
 def test_missing_bubblewrap_says_how_to_install_it(monkeypatch):
     sandbox.unavailable_reason.cache_clear()
-    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name, **where: None)
     try:
         assert not sandbox.available()
         with pytest.raises(sandbox.SandboxUnavailable, match="apt-get install -y bubblewrap"):
@@ -496,6 +496,28 @@ def test_hostile_notebook_sees_and_changes_nothing_outside_its_scratch(box, cour
     assert not escape.exists()
     assert sorted(p.name for p in (course / "scratch" / "alice").iterdir()) == [
         "inputs.json", "inputs.npz", "notebook.ipynb", "out", "toy_probes.py"]
+
+
+# unshare() in a process of one thread (the runner has more: there it is EINVAL whatever the sandbox does)
+UNSHARE_PROBE = ("import ctypes, errno\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                 "for name, flag in (('user', 0x10000000), ('user+mount', 0x10020000)):\n"
+                 "    made = libc.unshare(flag) == 0\n"
+                 "    print(name, 'made' if made else errno.errorcode[ctypes.get_errno()])")
+UNSHARE = (f"import subprocess, sys\nprobe = {UNSHARE_PROBE!r}\n"
+           "print(subprocess.run([sys.executable, '-c', probe], capture_output=True, text=True).stdout, end='')\n"
+           "done = subprocess.run(['unshare', '--user', '--map-root-user', 'id', '-u'], capture_output=True)\n"
+           "print('unshare(1)', done.returncode, done.stdout.decode().strip() or 'nothing')")
+
+
+@pytest.mark.slow
+def test_the_sandbox_cannot_make_a_user_namespace(box, course):
+    """In one it would hold every capability: mount, make network namespaces, map uids of its own."""
+    run = run_boxed(box, course, code(UNSHARE))
+    lines = cells_by_index(run.report)[1]["stdout"].splitlines()
+    # EPERM as root (the command is chrooted), ENOSPC in bwrap's own user namespace (--disable-userns)
+    refused = "EPERM" if box.as_root else "ENOSPC"
+    assert lines[:2] == [f"user {refused}", f"user+mount {refused}"]
+    assert lines[2].startswith("unshare(1) ") and lines[2] != "unshare(1) 0 0" and lines[2].endswith("nothing")
 
 
 @pytest.mark.slow

@@ -19,10 +19,15 @@ process count of the whole sandbox: RLIMIT_AS alone lets each of many forked chi
 allowance (:class:`Cgroup`; ``SandboxResult.cgroup`` says whether one was used).
 
 RLIMIT_NPROC is not enforced for real root, so when this process is root the command runs as an
-unprivileged uid: bwrap (as root, no user namespace, all capabilities dropped but the three setpriv
-needs) execs ``prlimit`` then ``setpriv``, which drops to ``limits.uid`` with no capabilities, no
-supplementary groups and no_new_privs. Run as another user, bwrap makes a user namespace instead
-(unprivileged user namespaces must be enabled) and prlimit runs inside it, where the count starts.
+unprivileged uid: bwrap (as root, no user namespace, all capabilities dropped but the four the next
+steps need) execs ``prlimit``, then ``chroot`` into :data:`JAIL` (where bwrap built the sandbox's file
+tree; its own root holds only what prlimit and chroot need), then ``setpriv``, which drops to
+``limits.uid`` with no capabilities, no supplementary groups and no_new_privs. The chroot is what keeps
+the sandbox from making user namespaces of its own (the kernel refuses CLONE_NEWUSER to a chrooted
+process, EPERM): in one it would hold every capability, mount file systems and build namespaces the
+limits above do not follow. Run as another user, bwrap makes a user namespace instead (unprivileged
+user namespaces must be enabled), with ``--disable-userns`` for the same reason, and prlimit runs
+inside it, where the count starts.
 
 Setup on Debian/Ubuntu: ``apt-get install -y bubblewrap`` (setpriv and prlimit come with util-linux).
 """
@@ -45,6 +50,7 @@ from . import exchange, runner
 
 GiB, MiB = 2**30, 2**20
 SCRATCH = "/scratch"                 # the scratch folder inside the sandbox
+JAIL = "/sandbox"                    # run as root: where bwrap builds the tree the command is chrooted into
 PUBLIC = "/opt/attnkit"              # the staged public package inside the sandbox (on PYTHONPATH)
 CHANNEL = "{channel}"                # in an argv, replaced by the number of the pipe to the parent
 SETUP = "apt-get install -y bubblewrap"
@@ -116,12 +122,15 @@ def unavailable_reason():
     """None when sandboxes work here, else one line saying why not and what to do."""
     if not sys.platform.startswith("linux"):
         return f"the grading sandbox needs Linux (bubblewrap); this is {sys.platform}"
-    missing = [tool for tool in ("bwrap", "prlimit") + (("setpriv",) if os.geteuid() == 0 else ())
-               if shutil.which(tool) is None]
+    missing = [tool for tool in ("bwrap", "prlimit") + (("setpriv", "chroot") if os.geteuid() == 0 else ())
+               if tool_path(tool) is None]
     if missing:
         return (f"the grading sandbox needs {', '.join(missing)}: on Debian/Ubuntu run `{SETUP}` "
                 f"(bwrap is bubblewrap; prlimit and setpriv come with util-linux)")
-    probe = [shutil.which("bwrap"), *system_mounts(), *namespace_args(os.geteuid() == 0), "--", "true"]
+    as_root = os.geteuid() == 0
+    probe = [shutil.which("bwrap"), *(system_mounts(devices=False) if as_root else []),
+             *system_mounts(JAIL if as_root else ""),
+             *namespace_args(as_root), "--", *([tool_path("chroot"), JAIL] if as_root else []), "true"]
     try:
         done = subprocess.run(probe, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as error:
@@ -132,6 +141,11 @@ def unavailable_reason():
                 f"as root (sysctl kernel.unprivileged_userns_clone=1, or AppArmor's "
                 f"kernel.apparmor_restrict_unprivileged_userns=0)")
     return None
+
+
+def tool_path(name):
+    """Where the program ``name`` is (PATH, then the sbin folders: chroot lives in /usr/sbin), or None."""
+    return shutil.which(name, path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"]))
 
 
 def available():
@@ -201,28 +215,31 @@ def forbidden_imports(path):
 
 # --- the bwrap command ----------------------------------------------------------------------------------------
 
-def system_mounts():
-    """Read-only /usr, the /bin and /lib links (or folders) and the few /etc files programs need."""
-    args = ["--ro-bind", "/usr", "/usr"]
+def system_mounts(root="", devices=True):
+    """Read-only /usr, the /bin and /lib links (or folders) and the few /etc files programs need, and
+    (``devices``) a /dev and a /proc, under ``root`` (a folder of the sandbox, e.g. JAIL)."""
+    args = (["--perms", "0755", "--dir", root] if root else []) + ["--ro-bind", "/usr", f"{root}/usr"]
     for name in SYSTEM_LINKS:
         path = Path("/") / name
         if path.is_symlink():
-            args += ["--symlink", os.readlink(path), str(path)]
+            args += ["--symlink", os.readlink(path), f"{root}{path}"]
         elif path.is_dir():
-            args += ["--ro-bind", str(path), str(path)]
-    args += ["--perms", "0755", "--dir", "/etc"]
+            args += ["--ro-bind", str(path), f"{root}{path}"]
+    args += ["--perms", "0755", "--dir", f"{root}/etc"]
     for name in ETC_FILES:
         if os.path.lexists(f"/etc/{name}"):
-            args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
-    return args + ["--dev", "/dev", "--proc", "/proc"]
+            args += ["--ro-bind", f"/etc/{name}", f"{root}/etc/{name}"]
+    return args + (["--dev", f"{root}/dev", "--proc", f"{root}/proc"] if devices else [])
 
 
 def namespace_args(as_root):
-    """Every namespace but the user one for root (so the uid drop below is real), all of them otherwise."""
+    """Every namespace but the user one for root (so the uid drop below is real), all of them otherwise;
+    either way no user namespace the sandbox could make itself (see the module's docstring)."""
     common = ["--die-with-parent", "--new-session", "--hostname", "sandbox"]
     if as_root:
+        caps = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_SYS_CHROOT")     # for chroot and setpriv
         return ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-                "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP", *common]
+                *[arg for cap in caps for arg in ("--cap-add", cap)], *common]
     return ["--unshare-all", "--unshare-user", "--disable-userns", *common]
 
 
@@ -245,8 +262,8 @@ class Sandbox:
         self.bwrap = shutil.which("bwrap")
         self.use_cgroups = cgroups is None and Cgroup.available() or bool(cgroups)
 
-    def python_mounts(self):
-        """The interpreter's installation and virtual environment, read-only at their own paths."""
+    def python_mounts(self, jail=""):
+        """The interpreter's installation and virtual environment, read-only at their own paths (under ``jail``)."""
         roots = {Path(sys.base_prefix).resolve(), Path(sys.prefix).absolute(),
                  Path(os.path.realpath(self.python)).parent}
         roots = sorted(r for r in roots if not any(p != r and p in r.parents for p in roots))
@@ -257,25 +274,28 @@ class Sandbox:
             for parent in reversed(root.parents[:-1]):
                 if parent not in made:
                     made.add(parent)
-                    args += ["--perms", "0755", "--dir", str(parent)]
-            args += ["--ro-bind", str(root), str(root)]
+                    args += ["--perms", "0755", "--dir", f"{jail}{parent}"]
+            args += ["--ro-bind", str(root), f"{jail}{root}"]
         return args
 
     def command(self, argv, scratch_dir, limits, channel_fd, status_fd):
         """The full bwrap command line for ``argv`` (python -> this interpreter)."""
         argv = [self.python if i == 0 and a == "python" else a.replace(CHANNEL, str(channel_fd))
                 for i, a in enumerate(argv)]
+        # As root, the sandbox's tree is built in JAIL and the command chrooted there; the root itself
+        # holds the system folders only, for prlimit and chroot.
+        jail = JAIL if self.as_root else ""
         # /tmp's tmpfs comes first: an interpreter or virtual environment living under /tmp (a CI clone)
         # is then bound on top of it instead of being hidden by it.
-        args = [self.bwrap, *system_mounts(),
-                "--perms", "01777", "--size", str(limits.tmp_size), "--tmpfs", "/tmp",
-                *self.python_mounts(),
-                "--perms", "0755", "--dir", "/opt", "--ro-bind", str(self.public_dir), PUBLIC,
-                "--perms", "01777", "--size", str(limits.scratch_size), "--tmpfs", SCRATCH]
+        args = [self.bwrap, *(system_mounts(devices=False) if jail else []), *system_mounts(jail),
+                "--perms", "01777", "--size", str(limits.tmp_size), "--tmpfs", f"{jail}/tmp",
+                *self.python_mounts(jail),
+                "--perms", "0755", "--dir", f"{jail}/opt", "--ro-bind", str(self.public_dir), f"{jail}{PUBLIC}",
+                "--perms", "01777", "--size", str(limits.scratch_size), "--tmpfs", f"{jail}{SCRATCH}"]
         for entry in sorted(Path(scratch_dir).absolute().iterdir()):
             if entry.name != exchange.OUT_DIR:
-                args += ["--ro-bind", str(entry), f"{SCRATCH}/{entry.name}"]
-        args += [*namespace_args(self.as_root), "--chdir", SCRATCH, "--json-status-fd", str(status_fd),
+                args += ["--ro-bind", str(entry), f"{jail}{SCRATCH}/{entry.name}"]
+        args += [*namespace_args(self.as_root), "--chdir", f"{jail}{SCRATCH}", "--json-status-fd", str(status_fd),
                  "--clearenv"]
         for name, value in self.environment(limits, channel_fd).items():
             args += ["--setenv", name, value]
@@ -283,7 +303,8 @@ class Sandbox:
             args += ["--uid", str(limits.uid), "--gid", str(limits.uid)]
         args += ["--", *self.limit_prefix(limits)]
         if self.as_root:
-            args += ["setpriv", f"--reuid={limits.uid}", f"--regid={limits.uid}", "--clear-groups",
+            args += [tool_path("chroot"), JAIL, "env", f"--chdir={SCRATCH}",
+                     "setpriv", f"--reuid={limits.uid}", f"--regid={limits.uid}", "--clear-groups",
                      "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "--"]
         return args + argv
 
