@@ -6,11 +6,13 @@ submitted/) that must stay invisible and byte-identical. Sandboxed runs need bub
 (`apt-get install -y bubblewrap`): without it they are skipped, or fail when the CI variable is set.
 """
 
+import errno
 import hashlib
 import json
 import os
 import pickle
 import socket
+import struct
 import threading
 import zipfile
 from pathlib import Path
@@ -352,6 +354,61 @@ def test_missing_bubblewrap_says_how_to_install_it(monkeypatch):
         sandbox.unavailable_reason.cache_clear()
 
 
+def run_filter(program, nr, arch=0xC000003E, arg0=0):
+    """What the classic-BPF ``program`` answers for one system call: ("allow",) or ("errno", N)."""
+    data = struct.pack("<iIQ6Q", nr, arch, 0, arg0, 0, 0, 0, 0, 0)
+    code = [struct.unpack("=HBBI", program[i:i + 8]) for i in range(0, len(program), 8)]
+    pc, a = 0, 0
+    while True:
+        op, jt, jf, k = code[pc]
+        if op == 0x20:                                     # BPF_LD | BPF_W | BPF_ABS
+            a = struct.unpack_from("<I", data, k)[0]
+        elif op in (0x15, 0x35, 0x45):                     # BPF_JMP | JEQ / JGE / JSET, constant
+            taken = a == k if op == 0x15 else a >= k if op == 0x35 else bool(a & k)
+            pc += jt if taken else jf
+        elif op == 0x06:                                   # BPF_RET | BPF_K
+            return ("allow",) if k == 0x7FFF0000 else ("errno", k & 0xFFFF) if k >> 16 == 5 else ("other", k)
+        else:
+            raise AssertionError(f"opcode {op:#x} at {pc}")
+        pc += 1
+
+
+def test_system_call_filter_refuses_the_listed_calls_and_namespace_clones(monkeypatch):
+    monkeypatch.setattr(sandbox, "this_machine", lambda: "x86_64")
+    sandbox.seccomp_program.cache_clear()
+    try:
+        program = sandbox.seccomp_program()
+    finally:
+        sandbox.seccomp_program.cache_clear()
+    assert len(program) % 8 == 0
+    eperm, enosys = ("errno", errno.EPERM), ("errno", errno.ENOSYS)
+    for name, number in sandbox.DENIED_X86_64.items():
+        assert run_filter(program, number) == eperm, name
+    for allowed in (0, 1, 2, 9, 39, 57, 59, 61, 161, 231, 302, 334):   # read, write, open, mmap, getpid, fork,
+        assert run_filter(program, allowed) == ("allow",), allowed    # execve, wait4, chroot, exit_group, ...
+    assert run_filter(program, 56, arg0=0x3D0F00) == ("allow",)       # clone of a thread (glibc's flags)
+    assert run_filter(program, 56, arg0=0x01200011) == ("allow",)     # fork(): CHILD_SETTID|CLEARTID|SIGCHLD
+    for flag in (0x10000000, 0x20000, 0x40000000, 0x20000000, 0x8000000, 0x4000000, 0x2000000):
+        assert run_filter(program, 56, arg0=flag | 17) == eperm, hex(flag)
+    assert run_filter(program, 435) == enosys                          # clone3: libc falls back to clone
+    assert run_filter(program, 101, arch=0x40000003) == eperm          # i386 ABI (int 0x80): refused whole
+    assert run_filter(program, 0, arch=0x40000003) == eperm
+    assert run_filter(program, 0x40000000 + 101) == eperm              # x32 ABI: refused whole
+
+
+def test_no_system_call_filter_on_another_architecture_with_a_notice(monkeypatch, caplog):
+    monkeypatch.setattr(sandbox, "this_machine", lambda: "aarch64")
+    sandbox.seccomp_program.cache_clear()
+    try:
+        with caplog.at_level("WARNING", logger=sandbox.__name__):
+            assert sandbox.seccomp_program() is None and sandbox.seccomp_program() is None
+    finally:
+        sandbox.seccomp_program.cache_clear()
+    notices = [r.getMessage() for r in caplog.records if r.name == sandbox.__name__]
+    assert notices == ["grading sandbox: no system-call filter on aarch64 (it is written for x86_64); "
+                       "the other limits still apply"]
+
+
 # --- in the sandbox: slow -------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="session")
@@ -520,6 +577,58 @@ def test_the_sandbox_cannot_make_a_user_namespace(box, course):
     assert lines[2].startswith("unshare(1) ") and lines[2] != "unshare(1) 0 0" and lines[2].endswith("nothing")
 
 
+# Run in a process of one thread: raw system calls, then what Python and torch need still works.
+SYSCALL_PROBE = """import ctypes, errno, os, subprocess, threading
+libc = ctypes.CDLL(None, use_errno=True)
+def call(name, *args):
+    done = libc.syscall(*args)
+    print(name, 'ok' if done >= 0 else errno.errorcode[ctypes.get_errno()])
+    return done
+class IOVec(ctypes.Structure):
+    _fields_ = [('base', ctypes.c_void_p), ('length', ctypes.c_size_t)]
+buffer = ctypes.create_string_buffer(8)
+near = IOVec(ctypes.cast(buffer, ctypes.c_void_p), 8)
+call('process_vm_readv', 310, os.getpid(), ctypes.byref(near), 1, ctypes.byref(near), 1, 0)
+call('add_key', 248, b'user', b'key', b'value', 5, 0xFFFFFFFE)
+call('userfaultfd', 323, 1)
+call('unshare', 272, 0x20000)
+call('clone_newuser', 56, 0x10000000 | 17, 0, 0, 0, 0)
+call('clone3', 435, 0, 0)
+child = os.fork()
+if child == 0:
+    os.execv('/bin/sleep', ['sleep', '30'])
+call('ptrace_attach', 101, 16, child, 0, 0)
+os.kill(child, 9)
+os.waitpid(child, 0)
+thread = threading.Thread(target=lambda: print('thread ran'))
+thread.start()
+thread.join()
+print(subprocess.run(['echo', 'spawned'], capture_output=True, text=True).stdout.strip())
+import numpy, torch
+print(torch.arange(4.0).sum().item(), int(numpy.arange(4).sum()))
+"""
+SYSCALLS = (f"import subprocess, sys\nprobe = {SYSCALL_PROBE!r}\n"
+            "print(subprocess.run([sys.executable, '-c', probe], capture_output=True, text=True).stdout, end='')")
+REFUSED = ["process_vm_readv EPERM", "add_key EPERM", "userfaultfd EPERM", "unshare EPERM", "clone_newuser EPERM",
+           "clone3 ENOSYS", "ptrace_attach EPERM"]
+STILL_WORKS = ["thread ran", "spawned", "6.0 6"]
+
+
+@pytest.mark.slow
+def test_system_call_filter_in_the_sandbox(box, course, monkeypatch):
+    """Refused with the filter; with none (as on another architecture) the same calls mostly succeed."""
+    if sandbox.seccomp_program() is None:
+        pytest.skip(f"no system-call filter on {sandbox.this_machine()}")
+    run = run_boxed(box, course, code(SYSCALLS))
+    assert run.result.seccomp and run.reason is None
+    assert cells_by_index(run.report)[1]["stdout"].splitlines() == REFUSED + STILL_WORKS
+    monkeypatch.setattr(sandbox, "seccomp_program", lambda: None)
+    run = run_boxed(box, course, code(SYSCALLS))
+    lines = cells_by_index(run.report)[1]["stdout"].splitlines()
+    assert not run.result.seccomp and lines[-3:] == STILL_WORKS
+    assert "process_vm_readv ok" in lines             # reading its own memory: allowed by the kernel alone
+
+
 @pytest.mark.slow
 def test_fork_bomb_stops_at_the_process_limit(box, course):
     run = run_boxed(box, course, code("import os\nwhile True:\n    os.fork()", "print('after')"))
@@ -642,6 +751,8 @@ def test_output_flood_outside_the_cells_capture_stops_the_run(box, course):
 @pytest.mark.slow
 @pytest.mark.parametrize("crash, reason", [
     ("import os\nos._exit(3)", "the process ended with exit status 3 (os._exit?) during cell 2"),
+    ("import os\nos._exit(255)", "the process ended with exit status 255 (os._exit?) during cell 2"),
+    ("import os, signal\nos.kill(os.getpid(), signal.SIGRTMIN + 2)", "ended by signal 36 during cell 2"),
     ("import ctypes\nctypes.string_at(0)", "crashed: segmentation fault (SIGSEGV) during cell 2"),
 ])
 def test_interpreter_crash_gives_a_reason_and_the_cells_before(box, course, crash, reason):

@@ -29,16 +29,27 @@ limits above do not follow. Run as another user, bwrap makes a user namespace in
 user namespaces must be enabled), with ``--disable-userns`` for the same reason, and prlimit runs
 inside it, where the count starts.
 
+System calls (x86_64 only): bwrap installs a seccomp filter (:func:`seccomp_program`) just before it
+runs the command, so every process of the sandbox lives under it. It refuses with EPERM the calls a
+grading sandbox never needs and that widen what a hostile notebook can reach in the kernel: ptrace and
+process_vm_readv/writev, namespaces (unshare, setns, clone with a namespace flag), mounts, keyrings,
+bpf, perf_event_open, userfaultfd, io_uring, kernel modules, kexec, reboot, swap, acct,
+open_by_handle_at; clone3 answers ENOSYS so that the C library falls back to clone, whose flags a
+classic filter can read. On another architecture no filter is installed and a notice is logged once.
+
 Setup on Debian/Ubuntu: ``apt-get install -y bubblewrap`` (setpriv and prlimit come with util-linux).
 """
 
 import ast
+import errno
 import functools
 import json
+import logging
 import os
 import selectors
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -47,6 +58,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import exchange, runner
+
+log = logging.getLogger(__name__)
 
 GiB, MiB = 2**30, 2**20
 SCRATCH = "/scratch"                 # the scratch folder inside the sandbox
@@ -99,6 +112,7 @@ class SandboxResult:
     channel_exceeded: bool = False
     oom_killed: bool = False         # the cgroup's memory limit was hit and the kernel killed a process
     cgroup: str = None               # "v1" or "v2" when a cgroup capped the whole sandbox, else None
+    seccomp: bool = False            # whether the system-call filter was installed (x86_64 only)
     stdout: bytes = b""              # the first limits.output bytes
     stderr: bytes = b""
     files: dict = field(default_factory=dict)    # {name: bytes} the command sent on the pipe
@@ -131,10 +145,18 @@ def unavailable_reason():
     probe = [shutil.which("bwrap"), *(system_mounts(devices=False) if as_root else []),
              *system_mounts(JAIL if as_root else ""),
              *namespace_args(as_root), "--", *([tool_path("chroot"), JAIL] if as_root else []), "true"]
+    program = seccomp_program()
+    seccomp = program_pipe(program) if program else None
+    if seccomp is not None:
+        probe[1:1] = ["--seccomp", str(seccomp)]
     try:
-        done = subprocess.run(probe, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+        done = subprocess.run(probe, capture_output=True, timeout=30, stdin=subprocess.DEVNULL,
+                              pass_fds=() if seccomp is None else (seccomp,))
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"bubblewrap could not be run: {error}"
+    finally:
+        if seccomp is not None:
+            os.close(seccomp)
     if done.returncode != 0:
         detail = exchange.clip_message(done.stderr.decode("utf-8", "replace")) or f"exit status {done.returncode}"
         return (f"bubblewrap cannot create a sandbox here ({detail}); it needs user namespaces when not run "
@@ -213,6 +235,76 @@ def forbidden_imports(path):
     return sorted({bad for bad in FORBIDDEN_IMPORTS for name in names if name == bad or name.startswith(bad + ".")})
 
 
+# --- the system-call filter ------------------------------------------------------------------------------------
+
+AUDIT_ARCH_X86_64 = 0xC000003E
+X32_SYSCALL_BIT = 0x40000000          # x32 ABI calls: same arch, other numbers; refused as a whole
+# x86_64 numbers (arch/x86/entry/syscalls/syscall_64.tbl) of the calls refused with EPERM
+DENIED_X86_64 = {
+    "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
+    "unshare": 272, "setns": 308,
+    "mount": 165, "umount2": 166, "pivot_root": 155, "open_tree": 428, "move_mount": 429, "fsopen": 430,
+    "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442,
+    "add_key": 248, "request_key": 249, "keyctl": 250,
+    "bpf": 321, "perf_event_open": 298, "userfaultfd": 323,
+    "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+    "init_module": 175, "finit_module": 313, "delete_module": 176, "kexec_load": 246, "kexec_file_load": 320,
+    "reboot": 169, "swapon": 167, "swapoff": 168, "acct": 163, "open_by_handle_at": 304,
+}
+CLONE_X86_64, CLONE3_X86_64 = 56, 435
+# CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET (CLONE_NEWTIME is clone3/unshare only)
+CLONE_NAMESPACES = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
+# classic BPF: opcodes and the offsets of struct seccomp_data {int nr; u32 arch; u64 ip; u64 args[6]}
+LD_ABS, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06      # BPF_LD|W|ABS, BPF_JMP|JEQ|JGE|JSET|K, BPF_RET|K
+NR, ARCH, ARG0_LOW = 0, 4, 16                                   # little-endian: the low half of args[0] first
+RET_ALLOW, RET_ERRNO = 0x7FFF0000, 0x00050000
+
+
+def bpf(code, k, jt=0, jf=0):
+    """One struct sock_filter {u16 code; u8 jt; u8 jf; u32 k}, in this machine's byte order."""
+    return struct.pack("=HBBI", code, jt, jf, k)
+
+
+def this_machine():
+    """The architecture the filter is built for: the kernel's (os.uname), if this interpreter is 64-bit."""
+    return os.uname().machine if struct.calcsize("P") == 8 else f"{os.uname().machine} (32-bit interpreter)"
+
+
+@functools.lru_cache(maxsize=None)
+def seccomp_program():
+    """The filter as bwrap's --seccomp reads it (the sock_filter array, 8 bytes each), or None.
+
+    None, with a notice logged once, unless this is a 64-bit interpreter on x86_64: the numbers above
+    are x86_64's, and a filter built for one architecture would refuse, or let through, the wrong calls
+    on another.
+    """
+    machine = this_machine()
+    if machine != "x86_64":
+        log.warning("grading sandbox: no system-call filter on %s (it is written for x86_64); "
+                    "the other limits still apply", machine)
+        return None
+    deny, enosys = RET_ERRNO | errno.EPERM, RET_ERRNO | errno.ENOSYS
+    program = [bpf(LD_ABS, ARCH), bpf(JEQ, AUDIT_ARCH_X86_64, jt=1), bpf(RET, deny),   # i386 / other ABIs
+               bpf(LD_ABS, NR), bpf(JGE, X32_SYSCALL_BIT, jf=1), bpf(RET, deny)]      # x32 ABI
+    for number in sorted(DENIED_X86_64.values()):
+        program += [bpf(JEQ, number, jf=1), bpf(RET, deny)]
+    program += [bpf(JEQ, CLONE3_X86_64, jf=1), bpf(RET, enosys),
+                bpf(JEQ, CLONE_X86_64, jf=4), bpf(LD_ABS, ARG0_LOW), bpf(JSET, CLONE_NAMESPACES, jf=1),
+                bpf(RET, deny), bpf(RET, RET_ALLOW),
+                bpf(RET, RET_ALLOW)]
+    return b"".join(program)
+
+
+def program_pipe(program):
+    """The read end of a pipe holding ``program`` (whole, and closed for writing), to pass to bwrap."""
+    read, write = os.pipe()
+    try:
+        os.write(write, program)              # a few hundred bytes: far below a pipe's buffer
+    finally:
+        os.close(write)
+    return read
+
+
 # --- the bwrap command ----------------------------------------------------------------------------------------
 
 def system_mounts(root="", devices=True):
@@ -278,8 +370,9 @@ class Sandbox:
             args += ["--ro-bind", str(root), f"{jail}{root}"]
         return args
 
-    def command(self, argv, scratch_dir, limits, channel_fd, status_fd):
-        """The full bwrap command line for ``argv`` (python -> this interpreter)."""
+    def command(self, argv, scratch_dir, limits, channel_fd, status_fd, seccomp_fd=None):
+        """The full bwrap command line for ``argv`` (python -> this interpreter); ``seccomp_fd``: a pipe
+        holding the system-call filter (see :func:`seccomp_program`), or None for none."""
         argv = [self.python if i == 0 and a == "python" else a.replace(CHANNEL, str(channel_fd))
                 for i, a in enumerate(argv)]
         # As root, the sandbox's tree is built in JAIL and the command chrooted there; the root itself
@@ -296,7 +389,7 @@ class Sandbox:
             if entry.name != exchange.OUT_DIR:
                 args += ["--ro-bind", str(entry), f"{jail}{SCRATCH}/{entry.name}"]
         args += [*namespace_args(self.as_root), "--chdir", f"{jail}{SCRATCH}", "--json-status-fd", str(status_fd),
-                 "--clearenv"]
+                 *(["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []), "--clearenv"]
         for name, value in self.environment(limits, channel_fd).items():
             args += ["--setenv", name, value]
         if not self.as_root:
@@ -339,22 +432,25 @@ class Sandbox:
             entry.chmod(entry.stat().st_mode | (0o555 if entry.is_dir() else 0o444))
         channel_r, channel_w = os.pipe()
         status_r, status_w = os.pipe()
+        program = seccomp_program()
+        seccomp = program_pipe(program) if program else None
+        child_fds = (channel_w, status_w) + ((seccomp,) if seccomp is not None else ())
         group = Cgroup.create(limits) if self.use_cgroups else None
-        command = self.command(argv, scratch_dir, limits, channel_w, status_w)
+        command = self.command(argv, scratch_dir, limits, channel_w, status_w, seccomp)
         start = time.monotonic()
         try:
             process = subprocess.Popen(
                 (group.enter_command() if group else []) + command, stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(channel_w, status_w),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=child_fds,
                 start_new_session=True, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
         except OSError as error:
-            for fd in (channel_r, channel_w, status_r, status_w):
+            for fd in (channel_r, status_r) + child_fds:
                 os.close(fd)
             if group:
                 group.remove()
             return SandboxResult(False, reason=f"the sandbox could not start: {error}")
-        os.close(channel_w)
-        os.close(status_w)
+        for fd in child_fds:
+            os.close(fd)
         try:
             result = self.watch(process, channel_r, status_r, limits, start)
         finally:
@@ -362,6 +458,7 @@ class Sandbox:
             if group:
                 group.remove()
         result.oom_killed, result.cgroup = oom_killed, group.version if group else None
+        result.seccomp = seccomp is not None
         if result.oom_killed and not result.timed_out:
             who = "killed" if result.exit_code else "one of its processes was killed"
             result.reason = f"{who}: its processes together went over the memory limit of {human(limits.total_memory)}"
@@ -581,7 +678,7 @@ def settle(result, returncode, status, limits):
     if code is None and result.started and returncode is not None and returncode >= 0:
         code = returncode
     result.exit_code = code
-    if code is not None and code > 128:
+    if code is not None and 128 < code < 128 + signal.NSIG:      # 255 is os._exit(255), not a signal 127
         result.signal = code - 128
     result.reason = exit_reason(result, limits)
 
@@ -617,7 +714,10 @@ def exit_reason(result, limits):
     if result.signal in SIGNAL_REASONS:
         return SIGNAL_REASONS[result.signal]
     if result.signal:
-        return f"ended by signal {signal.Signals(result.signal).name}"
+        try:
+            return f"ended by signal {signal.Signals(result.signal).name}"
+        except ValueError:                     # a real-time signal has no name of its own
+            return f"ended by signal {result.signal}"
     if result.exit_code is None:
         return "ended without an exit status"
     return f"the process ended with exit status {result.exit_code} (os._exit?)"
