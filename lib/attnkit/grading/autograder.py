@@ -4,11 +4,12 @@ An :class:`Autograder` turns each job (one student's submission of one assignmen
 pipeline hands it every job at once and reads the outcomes as they come, in any order; one bad
 submission must give a failed :class:`Outcome`, never an exception.
 
-:class:`NbgraderAutograder` is plain ``nbgrader autograde --force``, one student at a time, run in this
-process (which is therefore the only process writing the gradebook); it grades the copy the pipeline
-placed in submitted/. :class:`~attnkit.grading.sandboxed.SandboxAutograder` runs student code in
-sandboxes, reads the submissions where they were handed in (``uses_submitted = False``), and writes the
-verdicts and its own feedback pages from the parent (``writes_feedback = True``).
+Both grade the copies the pipeline collected into the course's submitted/ before the batch, and never
+write there. :class:`NbgraderAutograder` is plain ``nbgrader autograde --force``, one student at a time,
+run in this process (which is therefore the only process writing the gradebook).
+:class:`~attnkit.grading.sandboxed.SandboxAutograder` runs student code in sandboxes, also grades
+notebooks nbformat rejects when their cells can be read (``tolerant = True``), and writes the verdicts,
+nbgrader's autograded/ copies and its own feedback pages from the parent (``writes_feedback = True``).
 """
 
 import abc
@@ -27,7 +28,7 @@ from .precheck import first_line
 
 @dataclass(frozen=True)
 class Job:
-    """Grade ``student``'s submission of ``assignment``; ``folder`` holds it as handed in (only read)."""
+    """Grade ``student``'s submission of ``assignment``; ``folder``: where it lies, in submitted/ (only read)."""
 
     assignment: str
     student: str
@@ -58,7 +59,7 @@ class Outcome:
 class Autograder(abc.ABC):
     """Grades jobs; scores land in the course gradebook, written by this (the parent) process only."""
 
-    uses_submitted = True        # grades the copies the pipeline places in the course's submitted/
+    tolerant = False             # True: grades a notebook nbformat rejects when its cells can be read
     writes_feedback = False      # the pipeline runs nbgrader's generate_feedback for graded jobs
 
     def prepare(self, assignments):

@@ -3,9 +3,11 @@
 1. Sync the gradebook with source/ (generate_assignment into a scratch folder, so release/ is untouched)
    and warn when the committed release/ has drifted from source/.
 2. Enrol the students (the CSV's rows, as ``nbgrader db student import`` reads them, plus any folder found).
-3. Pre-check each submission where it was handed in (the originals are only ever read); a submission
-   that cannot be graded is rejected with its reason and scores 0. The plain nbgrader grader also needs
-   a copy in submitted/STUDENT/ASSIGNMENT/; the sandboxed one (the default) never writes submitted/.
+3. Collect and pre-check: unless the submissions folder is the course's submitted/ itself, each
+   STUDENT/ASSIGNMENT folder is copied into submitted/STUDENT/ASSIGNMENT/ (nbgrader's layout, which the
+   formgrader lists), before any grading starts; the originals are only ever read, and a folder holding
+   a symbolic link is neither copied nor graded. A submission that cannot be graded is rejected with its
+   reason and scores 0. Both graders then read submitted/ and never write it.
 4. Autograde the rest through an :class:`~attnkit.grading.autograder.Autograder` (forced re-grading:
    automatic scores are recomputed, manual scores entered in formgrader are kept): by default the
    sandboxed, parallel, resumable :class:`~attnkit.grading.sandboxed.SandboxAutograder`, or
@@ -14,13 +16,16 @@
    reason for every lost point, a score histogram, a per-exercise success-rate plot and a JSON report.
 
 This process is the only one that writes the gradebook. Running it twice on the same files gives the same
-scores, statuses and reasons. With the sandboxed grader, nothing outside the reports folder changes but
-the gradebook.
+scores, statuses and reasons. With the sandboxed grader, once the submissions are collected, nothing
+changes but the reports folder and, for the graded submissions only, their gradebook rows, their
+autograded/ copies (for the formgrader and ``nbgrader generate_feedback``) and nbgrader feedback/ pages
+made stale by a changed copy (removed).
 """
 
 import csv
 import json
 import logging
+import os
 import shutil
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -140,7 +145,7 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
                                                structure_needs_evidence=structure_needs_evidence)
     autograder.prepare(assignments)
     records, warnings = prepare(course, assignments, submissions, roster, students, autograder)
-    jobs = [Job(r.assignment, r.student, submissions / r.student / r.assignment)
+    jobs = [Job(r.assignment, r.student, course.assignment_dir("submitted", r.assignment, r.student))
             for r in records.values() if r.status == "pending"]
     reset_automatic_scores(course, jobs)
     api = course.api()
@@ -183,21 +188,21 @@ def progress_note(record, outcome):
 
 
 def prepare(course, assignments, submissions, roster, students, autograder=None):
-    """Steps 1-3: gradebook in sync, students enrolled, submissions pre-checked (and copied for nbgrader).
+    """Steps 1-3: gradebook in sync, students enrolled, submissions collected into submitted/ and pre-checked.
 
     Returns ({(student, assignment): Submission}, warnings); gradable submissions are 'pending'.
     """
-    copy = getattr(autograder, "uses_submitted", True)
+    tolerant = getattr(autograder, "tolerant", False)
     with tempfile.TemporaryDirectory(prefix="attnkit-grade-") as scratch:
         warnings = sync_gradebook(course, assignments, Path(scratch))
         enrol(course, roster, students)
         warnings += [f"student folder '{s}' is not in the class list; graded anyway"
                      for s in students if roster and s not in roster]
-        records = {(s, a): place(course, submissions, s, a, Path(scratch) / a, copy=copy)
+        records = {(s, a): place(course, submissions, s, a, Path(scratch) / a, tolerant=tolerant)
                    for a in assignments for s in students}
     for record in records.values():
         if record.status != "pending":
-            forget(course, record.assignment, record.student, nbgrader_files=copy)
+            forget(course, record.assignment, record.student)
             if autograder is not None:
                 autograder.forget(record.assignment, record.student)
     return records, warnings
@@ -275,30 +280,38 @@ def enrol(course, roster, students):
             gradebook.update_or_create_student(student, **details)
 
 
-def place(course, submissions, student, assignment, released, copy=True):
-    """Pre-check one submission (and copy it into submitted/ when ``copy``); 'pending' if gradable.
+def place(course, submissions, student, assignment, released, copy=True, tolerant=False):
+    """Collect one submission into submitted/ (when ``copy`` and it is not there already) and pre-check
+    it; 'pending' if gradable.
 
-    Without ``copy`` (the sandboxed grader) a notebook nbformat rejects but whose cells can be read is
-    still graded: its cells run as they are, and the reason becomes a remark.
+    A submission whose folder is, or holds, a symbolic link is rejected and not copied (a link to
+    source/ would have the instructor's notebook graded as the student's). With ``tolerant`` (the
+    sandboxed grader) a notebook nbformat rejects but whose cells can be read is still graded: its
+    cells run as they are, and the reason becomes a remark.
     """
     record = Submission(student, assignment)
     original = submissions / student / assignment
+    links = symbolic_links(original)
     if copy:
         target = course.assignment_dir("submitted", assignment, student)
         if original.resolve() != target.resolve():
             remove_tree(target)
-            if original.is_dir():
-                shutil.copytree(original, target)
+            if original.is_dir() and not links:
+                shutil.copytree(original, target, symlinks=True)
     huge = [p.name for p in released.glob("*.ipynb")
             if (original / p.name).is_file() and (original / p.name).stat().st_size > runner.MAX_NOTEBOOK_BYTES]
-    if not original.is_dir():
+    if links:
+        record.status = "rejected"
+        where = f"{student}/{assignment}" + ("" if links[0] == "." else f"/{links[0]}")
+        record.issues = [f"{where} is a symbolic link (or lies behind one); hand in the files themselves"]
+    elif not original.is_dir():
         record.status, record.issues = "missing", [f"nothing handed in (no folder {student}/{assignment}/)"]
     elif huge:                                          # never read a file that size into the grader's memory
         record.status = "rejected"
         record.issues = [f"{name} is larger than {runner.MAX_NOTEBOOK_BYTES // 2**20} MiB" for name in huge]
     else:
         issues = check_submission(original, released, course.assignment_dir("source", assignment))
-        if not copy and any(issue.fatal for issue in issues) and runnable(original, released):
+        if tolerant and any(issue.fatal for issue in issues) and runnable(original, released):
             issues = [Issue(f"{issue.reason} (graded anyway: its cells could be read)") if issue.fatal else issue
                       for issue in issues]
         record.issues = [issue.reason for issue in issues]
@@ -306,6 +319,21 @@ def place(course, submissions, student, assignment, released, copy=True):
     if record.status == "rejected":
         log.warning("%s / %s rejected: %s", student, assignment, "; ".join(record.issues))
     return record
+
+
+def symbolic_links(folder):
+    """Paths (relative to ``folder``, '.' for the folder itself) of the symbolic links in or on the way to it."""
+    folder = Path(folder)
+    if os.path.realpath(folder) != os.path.abspath(folder):
+        return ["."] if folder.is_symlink() or folder.exists() else []
+    if not folder.is_dir():
+        return []
+    found = []
+    for top, folders, files in os.walk(folder):
+        for name in sorted(folders + files):
+            if os.path.islink(os.path.join(top, name)):
+                found.append(os.path.relpath(os.path.join(top, name), folder))
+    return sorted(found)
 
 
 def runnable(original, released):
@@ -357,7 +385,7 @@ def settle(course, api, record, outcome, logs_dir, autograder=None, quiet=False)
                 record.feedback = str(next(iter(sorted(page.glob("*.html"))), page))
     else:
         record.status = "failed"
-        forget(course, record.assignment, record.student, nbgrader_files=getattr(autograder, "uses_submitted", True))
+        forget(course, record.assignment, record.student)
         if autograder is not None:
             autograder.forget(record.assignment, record.student)
     logs_dir.mkdir(parents=True, exist_ok=True)
@@ -367,11 +395,10 @@ def settle(course, api, record, outcome, logs_dir, autograder=None, quiet=False)
         (": " + "; ".join(record.issues)) if record.issues else "")
 
 
-def forget(course, assignment, student, nbgrader_files=True):
-    """Drop a submission's scores (and nbgrader's autograded copy and feedback), so nothing stale survives."""
-    if nbgrader_files:
-        for step in ("autograded", "feedback"):
-            remove_tree(course.assignment_dir(step, assignment, student))
+def forget(course, assignment, student):
+    """Drop a submission's scores, autograded copy and nbgrader feedback, so nothing stale survives."""
+    for step in ("autograded", "feedback"):
+        remove_tree(course.assignment_dir(step, assignment, student))
     with Gradebook(course.db_url, course.course_id) as gradebook:
         try:
             gradebook.remove_submission(assignment, student)
@@ -380,7 +407,9 @@ def forget(course, assignment, student, nbgrader_files=True):
 
 
 def remove_tree(path):
-    if path.is_dir():
+    if path.is_symlink():
+        path.unlink()
+    elif path.is_dir():
         shutil.rmtree(path)
 
 

@@ -16,11 +16,15 @@ grading process, each driving its own sandbox under its own uid (:func:`sandbox.
 Then, in the main thread only: the judge decides every check from the probe outputs
 (``judges.judge``), the feedback page is written, the scores go into the gradebook through nbgrader's
 API (``auto_score`` of each grade cell; manual scores are kept, written answers await the
-formgrader as with nbgrader), and one line is appended to the journal (:mod:`.journal`). A submission
+formgrader as with nbgrader), nbgrader's autograded copy is written for the formgrader
+(:mod:`.autograded`: the restored notebook, the text its cells printed in the sandbox, the verdicts
+under the test cells), and one line is appended to the journal (:mod:`.journal`). A submission
 already in the journal (same student, assignment, notebook sha256 and grader) is not run again: its
-recorded verdict is written back, so a batch killed with ``kill -9`` resumes with the same grades.
+recorded verdict (and the output kept for its copy) is written back, so a batch killed with ``kill -9``
+resumes with the same grades and the same copies.
 
-Nothing is written outside the output folder except the gradebook, and submitted/ is never touched.
+Nothing is written outside the output folder but the gradebook rows and the autograded/ copies (and
+stale nbgrader feedback/ pages) of the graded submissions; submitted/ is only read.
 """
 
 import concurrent.futures
@@ -45,14 +49,14 @@ from nbgrader.utils import parse_utc
 from sqlalchemy.exc import SAWarning
 
 from ..solutions import judges
-from . import exchange, feedback, probes, runner, sandbox
+from . import autograded, exchange, feedback, probes, runner, sandbox
 from .autograder import Autograder, Outcome
 from .course import NBGRADER_LOGGER
 from .journal import Journal
 
 log = logging.getLogger(__name__)
 
-GRADER_VERSION = 2
+GRADER_VERSION = 3                # 3: journal entries keep the cells' output for autograded/
 RETRIES = 2                       # runs again without a cell that killed the run, at most this often
 CELL_WORDS = 200                  # characters kept of a cell's error for the reports
 KEY_VARIABLE = "ATTNKIT_GRADING_KEY"   # optional secret mixed into the input seeds
@@ -302,7 +306,7 @@ class SandboxAutograder(Autograder):
     same cell passed (off by default, as plain nbgrader's visible tests give those points).
     """
 
-    uses_submitted = False        # reads the submissions where they were handed in
+    tolerant = True               # runs a notebook nbformat rejects when its cells can be read
     writes_feedback = True
 
     def __init__(self, course, output_dir, workers=None, limits=None, cell_timeout=None, fresh=False,
@@ -513,18 +517,20 @@ class SandboxAutograder(Autograder):
         return {"student": job.student, "assignment": job.assignment, "sha256": plan.sha256, "grader": grader,
                 "notebook": release.name, "seed": str(plan.seed), "status": "graded", "scores": scores,
                 "checks": checks, "answered": answered, "reason": reason, "issues": issues,
-                "cells": plain_cells(done.report), "seconds": round(done.seconds, 3)}
+                "cells": plain_cells(done.report), "outputs": autograded.captured(done.report, done.skipped),
+                "seconds": round(done.seconds, 3)}
 
     @staticmethod
     def grade_id_at(report, number):
         return next((c["grade_id"] for c in plain_cells(report) if c["index"] == number and c["grade_id"]), None)
 
     def settle(self, plan, entry, resumed):
-        """Feedback page, then the gradebook; the Outcome the pipeline records."""
+        """Feedback page, the gradebook, then the autograded copy; the Outcome the pipeline records."""
         job, release = plan.job, plan.release
         page = feedback.page(entry, release.cells, self.show_tests)
         path = feedback.write(self.feedback_dir / job.student / job.assignment / f"{release.name}.html", page)
         self.write_gradebook(plan, entry)
+        trouble = self.write_autograded(plan, entry)
         failures = {grade_id: next((c[4] for c in checks if not c[3]), "")
                     for grade_id, checks in entry["checks"].items() if any(not c[3] for c in checks)}
         text = "\n".join([f"{job.student} / {job.assignment}: sandboxed run, seed {entry['seed']}, "
@@ -533,8 +539,30 @@ class SandboxAutograder(Autograder):
                          + [f"  {grade_id}: {'passed' if c[3] else 'FAILED'} {c[1]:g}/{c[2]:g} [{c[5]}] {c[0]}"
                             + (f": {c[4]}" if c[4] else "")
                             for grade_id, checks in entry["checks"].items() for c in checks]) + "\n"
-        return Outcome(job, True, entry["seconds"], list(entry["issues"]), text, points=dict(entry["scores"]),
-                       checks=entry["checks"], failures=failures, feedback=path, resumed=resumed)
+        return Outcome(job, True, entry["seconds"], list(entry["issues"]) + trouble, text,
+                       points=dict(entry["scores"]), checks=entry["checks"], failures=failures, feedback=path,
+                       resumed=resumed)
+
+    def write_autograded(self, plan, entry):
+        """nbgrader's autograded/STUDENT/ASSIGNMENT/NAME.ipynb for the formgrader (see :mod:`.autograded`).
+
+        A changed copy makes an nbgrader feedback/ page of the submission stale: it is removed (run
+        ``nbgrader generate_feedback`` again after hand grading). Returns [] or the one issue saying why
+        no copy could be written (then none is left: the formgrader must not show an old one).
+        """
+        job, release = plan.job, plan.release
+        target = autograded.path_of(self.course, job.assignment, job.student, release.name)
+        try:
+            data = plan.path.read_bytes()
+            if hashlib.sha256(data).hexdigest() != plan.sha256:
+                raise ValueError(f"{plan.path} changed while the batch was running")
+            if autograded.write(target, autograded.notebook(release, data, entry)):
+                remove(self.course.assignment_dir("feedback", job.assignment, job.student))
+            return []
+        except Exception as error:  # noqa: BLE001 - the grades stand; only the formgrader copy is missing
+            log.warning("%s / %s: no autograded copy: %s", job.student, job.assignment, error)
+            remove(target)
+            return [f"no autograded copy for the formgrader: {type(error).__name__}: {exchange.clip_message(error)}"]
 
     def write_gradebook(self, plan, entry):
         """auto_score of every grade cell (manual scores are kept), nbgrader's 'No response.' comments and
