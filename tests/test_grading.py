@@ -11,7 +11,9 @@ skipped, or fail when the CI variable is set.
 import copy
 import csv
 import hashlib
+import html
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -203,6 +205,145 @@ def test_later_errors_are_counted_not_listed():
 def test_nbgrader_failures_are_explained(log, expected):
     reason = nbgrader_failure(log)
     assert reason.startswith("nbgrader could not grade it") and expected in reason
+
+
+# --- the autograded copy the sandboxed grader writes for nbgrader's formgrader: fast, no sandbox ----------------
+
+PS1 = "ps1_learnable_pe"
+
+
+def hidden_test_lines(assignment, *also_allowed):
+    """Lines between '### BEGIN HIDDEN TESTS' and '### END HIDDEN TESTS' in source/ that appear nowhere in the
+    release (or in ``also_allowed`` texts): what must never reach a student or an autograded copy."""
+    source = nbformat.read(ROOT / "source" / assignment / f"{assignment}.ipynb", as_version=4)
+    released = (ROOT / "release" / assignment / f"{assignment}.ipynb").read_text()
+    hidden, inside = set(), False
+    for cell in source.cells:
+        for line in cell.source.splitlines():
+            if "### BEGIN HIDDEN TESTS" in line:
+                inside = True
+            elif "### END HIDDEN TESTS" in line:
+                inside = False
+            elif inside and len(line.strip()) > 8:
+                hidden.add(line.strip())
+    assert hidden, f"source/{assignment} has no hidden tests"
+    return {line for line in hidden if json.dumps(line)[1:-1] not in released
+            and not any(line in text for text in also_allowed)}
+
+
+def shown_text(node):
+    """Every source and output text of a notebook, one after the other."""
+    return "\n".join([cell.source for cell in node.cells]
+                     + [output.get("text", "") for cell in node.cells for output in cell.get("outputs", [])])
+
+
+def formgrade_html(node, student="ada", assignment=PS1):
+    """The page nbgrader's formgrader serves for an autograded notebook (its SubmissionHandler's exporter)."""
+    from nbconvert.exporters import HTMLExporter
+    from nbgrader.server_extensions.formgrader import handlers
+    from traitlets.config import Config
+
+    config = Config()
+    config.HTMLExporter.template_name = "formgrade"
+    config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
+    resources = {"assignment_id": assignment, "notebook_id": assignment, "submission_id": "x", "index": 0,
+                 "total": 1, "base_url": "", "student": student, "last_name": None, "first_name": None,
+                 "notebook_path": f"autograded/{student}/{assignment}/{assignment}.ipynb"}
+    html, _ = HTMLExporter(config=config).from_notebook_node(node, resources=resources)
+    return html
+
+
+def tampered_submission():
+    """The example class's partial PS1, made hostile where the formgrader would show it (see the test)."""
+    notebook = json.loads((EXAMPLE / "partial" / PS1 / f"{PS1}.ipynb").read_text())
+    cells = notebook["cells"]
+    by_id = {c.get("metadata", {}).get("nbgrader", {}).get("grade_id"): c for c in cells}
+    by_id["experiment_written"]["source"] = (
+        "Learned fails. <img src=x onerror=alert(1)> <script>alert(2)</script> [see](JaVaScript:alert(3)) "
+        "&#60;script&#62;alert(4)&#60;/script&#62;")
+    by_id["experiment_written"]["metadata"]["nbgrader"]["points"] = 100          # forged metadata
+    by_id["test_pe_table"]["source"] = "### BEGIN HIDDEN TESTS\nprint('forged')\n### END HIDDEN TESTS"
+    by_id["pe_answer"]["outputs"] = [{"output_type": "display_data", "metadata": {},
+                                      "data": {"text/html": "<script>alert(5)</script>"}}]
+    cells.append(copy.deepcopy(by_id["pe_answer"]))                               # a duplicated answer cell
+    cells.append({"cell_type": "markdown", "id": "bad id!", "source": "extra",
+                  "metadata": {"nbgrader": {"grade": True, "grade_id": 'x"><script>alert(6)</script>', "points": 9,
+                                            "solution": True, "locked": False, "schema_version": 3}}})
+    cells.append("not a cell")
+    return notebook
+
+
+def test_the_autograded_copy_keeps_what_the_formgrader_needs_and_shows_text_only(tmp_path):
+    """What the sandboxed grader writes into autograded/: release cells and metadata, text streams only
+    (escape sequences gone, capped), verdict lines under test cells, inert student markdown."""
+    from attnkit.grading import autograded
+    from attnkit.grading.sandboxed import Release, plain_cells
+
+    release = Release.read(Course(ROOT), PS1)
+    submission = tampered_submission()
+    number = {}
+    for i, cell in enumerate(submission["cells"][:-1], start=1):
+        number.setdefault(cell.get("metadata", {}).get("nbgrader", {}).get("grade_id"), i)
+    duplicate = len(submission["cells"]) - 2
+    report = {"cells": [                                                         # untrusted: from the sandbox
+        {"index": number["setup"], "status": "ok"},
+        {"index": number["pe_answer"], "status": "ok", "stdout": "\x1b[31mred\x1b[0m <b>bold</b>\x07\n",
+         "result": "'<i>value</i>'"},
+        {"index": number["experiment_answer"], "status": "ok", "stdout": "y" * 50_000, "stdout_bytes": 123_456,
+         "result": "<matplotlib.lines.Line2D object at 0x7f00>"},
+        {"index": duplicate, "status": "error", "error": "ValueError: \ud800 no", "line": 2},
+        {"index": "(.*", "status": {"odd": 1}, "stdout": ["not", "text"]}, 7]}
+    entry = json.loads(json.dumps({                                              # as the journal keeps it
+        "checks": {"test_pe_table": [["shape <ok>", 0.5, 0.5, True, "", "structure"],
+                                     ["values", 0.0, 1.5, False, "off by <2>\x1b[0m", "reference"]]},
+        "cells": plain_cells(report), "outputs": autograded.captured(report)}))
+    data = json.dumps(submission).encode()
+    node = autograded.notebook(release, data, entry)
+
+    grade_ids = [c.metadata["nbgrader"]["grade_id"] for c in node.cells if "nbgrader" in c.metadata]
+    assert grade_ids == release.order                     # each release cell once, in place; forged ids gone
+    released = {c["metadata"]["nbgrader"]["grade_id"]: c["metadata"] for c in release.notebook["cells"]
+                if "nbgrader" in c.get("metadata", {})}
+    for cell in node.cells:
+        assert set(cell.metadata) <= {"deletable", "editable", "nbgrader"}
+        if "nbgrader" in cell.metadata:
+            assert cell.metadata == released[cell.metadata["nbgrader"]["grade_id"]]      # points: 2, not 100
+        for output in cell.get("outputs", []):
+            assert output.output_type == "stream" and not any(ch in output.text for ch in "\x1b\x07")
+    cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in node.cells}
+    assert [(o.name, o.text) for o in cells["pe_answer"].outputs] == [("stdout", "red <b>bold</b>\n"),
+                                                                      ("stdout", "'<i>value</i>'\n")]
+    [long] = cells["experiment_answer"].outputs                   # the cell ends with ';': no value shown
+    assert len(long.text) < autograded.OUTPUT_CHARS + 200 and "123456 bytes in all" in long.text
+    assert [o.text for o in node.cells[duplicate - 1].outputs] == ["ValueError: ? no (line 2)\n"]
+    assert "nbgrader" not in node.cells[duplicate - 1].metadata
+    [verdicts] = cells["test_pe_table"].outputs
+    assert verdicts.text.splitlines() == ["Checked by the grader outside the notebook: 0.5 / 2 points",
+                                          "passed 0.5/0.5 [structure] shape <ok>",
+                                          "FAILED 0/1.5 [reference] values: off by <2>"]
+    assert cells["test_pe_table"].source == "".join(release.locked["test_pe_table"]["source"])
+    assert cells["test_pe_forward"].outputs[0].text.startswith("Checked by the grader outside the notebook: 0 / 4")
+    text = shown_text(node)
+    assert "forged" not in text and not any(line in text for line in hidden_test_lines(PS1))
+    written = cells["experiment_written"].source
+    assert written.startswith("Learned fails.") and "<img" not in written and "<script" not in written
+
+    html = formgrade_html(node)                           # what the instructor's browser would get
+    assert "Learned fails." in html and 'id="experiment_written"' in html and "0.5/0.5 [structure]" in html
+    for attack in ("<img src=x", "<script>alert", 'href="javascript:', "<i>value", "<b>bold", "alert(6)"):
+        assert attack not in html.lower(), attack
+
+    path = tmp_path / "autograded" / "ada" / PS1 / f"{PS1}.ipynb"
+    assert autograded.write(path, node) and not autograded.write(path, autograded.notebook(release, data, entry))
+    assert nbformat.read(path, as_version=4) == node and sorted(p.name for p in path.parent.iterdir()) == [path.name]
+
+
+def test_inert_markdown_shows_html_as_text():
+    from attnkit.grading.autograded import inert_markdown
+
+    assert inert_markdown("a < b & c") == "a &lt; b &amp; c"
+    assert inert_markdown("[x](javascript:go()) VBScript :") == "[x](javascript\u200b:go()) VBScript \u200b:"
+    assert inert_markdown("plain $x_i$ **bold**") == "plain $x_i$ **bold**"
 
 
 # --- class list, drift, command line: fast -------------------------------------------------------------------
@@ -417,11 +558,80 @@ def test_one_worker_and_the_pool_give_the_same_grades(graded, graded_sequentiall
 
 @pytest.mark.slow
 def test_the_submissions_are_only_read(graded, example_course):
-    _, before, after = graded
+    run, before, after = graded
     assert before == after
     assert before == file_hashes(EXAMPLE), "the copy differs from the repository's example class"
-    for step in ("submitted", "autograded", "feedback"):           # the sandboxed grader keeps to grades/
-        assert not (example_course / step).exists(), step
+    handed_in = {path: digest for path, digest in before.items() if path.count("/") == 2}
+    assert file_hashes(example_course / "submitted") == handed_in      # collected as nbgrader lays it out
+    copies = {f"{s}/{a}/{a}.ipynb" for (s, a), record in run.submissions.items() if record.status == "graded"}
+    assert set(file_hashes(example_course / "autograded")) == copies  # one notebook per graded submission
+    assert not (example_course / "feedback").exists()                 # the sandboxed grader's pages: grades/
+
+
+# Graded by hand in the formgrader and given nbgrader's feedback: one of each kind.
+FORMGRADED = ["ref_solution", "partial", "bug_sign_flip", "deleted_test_cell", "import_error"]
+
+
+def written_answer(student, assignment, grade_id):
+    """A run of plain words from the student's written answer, as any HTML page would show it."""
+    notebook = nbformat.read(EXAMPLE / student / assignment / f"{assignment}.ipynb", as_version=4)
+    [source] = [c.source for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id]
+    return max(re.findall(r"[A-Za-z][A-Za-z ,]{20,}", source), key=len)
+
+
+@pytest.mark.slow
+def test_nbgrader_formgrader_and_feedback_work_on_the_sandboxed_copies(graded, example_course, expected, tmp_path):
+    """nbgrader's own machinery on the sandboxed grader's autograded/ copies: the formgrader lists every
+    graded submission as autograded with the gradebook's scores and renders the written answers;
+    generate_feedback shows them with each cell's score. No copy holds hidden tests or rich outputs."""
+    from attnkit.grading.sandboxed import Release
+
+    run, _, _ = graded
+    course = Course(example_course)
+    api = course.api(**{"CourseDirectory.feedback_directory": str(tmp_path / "feedback")})
+    for assignment in run.assignments:
+        graded_here = {s for (s, a), r in run.submissions.items() if a == assignment and r.status == "graded"}
+        listed = {s["student"]: s for s in api.get_submissions(assignment) if s["submitted"]}
+        assert {s for s, info in listed.items() if info["autograded"]} == graded_here, assignment
+        notebooks = {s["student"]: s for s in api.get_notebook_submissions(assignment, assignment)}
+        assert set(notebooks) == graded_here                 # the formgrader finds each copy on disk
+        written = [g for g, kind, _, _ in Release.read(course, assignment).cells if kind == "written"]
+        for student in graded_here:
+            assert notebooks[student]["score"] == pytest.approx(run.table.total(student, assignment))
+            awaiting = any((student, assignment, g) in run.table.review for g in written)   # answered, not graded
+            assert notebooks[student]["needs_manual_grade"] == awaiting, student
+        assert notebooks["ref_solution"]["needs_manual_grade"]
+        hidden = hidden_test_lines(assignment)
+        for student in graded_here:
+            node = nbformat.read(example_course / "autograded" / student / assignment / f"{assignment}.ipynb",
+                                 as_version=4)
+            nbformat.validate(node)
+            assert {o.output_type for c in node.cells for o in c.get("outputs", [])} <= {"stream"}, student
+            assert not any(line in shown_text(node) for line in hidden), student
+    for student in FORMGRADED:
+        for assignment, cells in expected[student].items():
+            result = api.generate_feedback(assignment, student, force=True)
+            assert result["success"], result.get("log", "") + result.get("error", "")
+            page = html.unescape((tmp_path / "feedback" / student / assignment / f"{assignment}.html").read_text())
+            total, top = run.table.total(student, assignment), run.table.max_total(assignment)
+            assert f"{assignment} (Score: {round(float(total), 2)} / {round(float(top), 2)})" in page, student
+            for grade_id, points in cells.items():
+                if grade_id != "reason":
+                    maximum = float(dict(run.table.cells[assignment])[grade_id])
+                    score = f"(Score: {round(float(points), 2)} / {round(maximum, 2)})"
+                    assert f"Test cell</a> {score}" in page, grade_id
+            written = [g for g, kind, _, _ in Release.read(course, assignment).cells if kind == "written"]
+            assert page.count("Written response</a> (Score: 0.0 / ") == len(written)      # not graded by hand yet
+            if student == "ref_solution":
+                for grade_id in written:
+                    assert written_answer(student, assignment, grade_id) in page, grade_id
+            assert not any(line in page for line in hidden_test_lines(assignment)), student
+    node = nbformat.read(example_course / "autograded" / "ref_solution" / PS1 / f"{PS1}.ipynb", as_version=4)
+    page = html.unescape(formgrade_html(node, "ref_solution"))
+    assert 'id="experiment_written"' in page and 'id="deep_stacks_written"' in page
+    assert written_answer("ref_solution", PS1, "deep_stacks_written") in page
+    for points in (2, 4):                                 # test_pe_table, test_pe_forward: full marks
+        assert f"Checked by the grader outside the notebook: {points} / {points} points" in page
 
 
 @pytest.mark.slow

@@ -4,9 +4,11 @@ Fast tests cover the journal, the progress bar, the seeds, the restored notebook
 The slow ones grade, in a temporary copy of the course, the hostile class of
 tests/fixtures/hostile_class (built by make_hostile_class.py) ONCE per session:
 
-1. its controls (the honest parts alone) with ``--workers 1`` and with the default pool: same grades;
-2. its attacks and broken notebooks, handed in as nbgrader's submitted/ folder, after which every file of
-   the course but the grader's output folders is byte-identical, and the controls' gradebook rows too;
+1. its controls (the honest parts alone) with ``--workers 1`` and with the default pool: same grades
+   (collected into submitted/, where they stay as the attackers' classmates);
+2. its attacks and broken notebooks, handed in as nbgrader's submitted/ folder and graded with the
+   classmates, after which every file of the course but the grader's outputs (reports folder, the
+   attacked submissions' autograded/ copies) is byte-identical, and the classmates' gradebook rows too;
 3. each attack scores exactly its control's points (the one documented exception: the self-reported
    ValueError flag of pe_too_long), each broken notebook gets its reason and its control's points;
 4. a batch killed with SIGKILL once submissions are journalled resumes and ends with the same grades.
@@ -247,8 +249,10 @@ def hostile(sandboxes, tmp_path_factory):
     shutil.copytree(HOSTILE / "submissions", root / "submitted")          # nbgrader's own layout
     sequential = grade(root, [PS1], root / "controls", reports_dir=root / "grades_sequential", workers=1)
     pool = grade(root, [PS1], root / "controls", reports_dir=root / "grades_pool")
-    attacked = sorted(p.name for p in (root / "submitted").iterdir())
-    files_before = tree_digest(root, skip=OUTPUT_DIRS + ("gradebook.db",))
+    attacked = sorted(p.name for p in (HOSTILE / "submissions").iterdir())
+    classmates = sorted({p.name for p in (root / "submitted").iterdir()} - set(attacked))   # controls, collected
+    outputs = OUTPUT_DIRS + ("gradebook.db",) + tuple(f"autograded/{student}" for student in attacked)
+    files_before = tree_digest(root, skip=outputs)
     rows_before = gradebook_rows(root / "gradebook.db", leave_out=attacked)
     stderr = io.StringIO()
     saved, sys.stderr = sys.stderr, stderr
@@ -259,7 +263,7 @@ def hostile(sandboxes, tmp_path_factory):
     finally:
         sys.stderr = saved
     return {"root": root, "sequential": sequential, "pool": pool, "run": run, "attacked": attacked,
-            "files": (files_before, tree_digest(root, skip=OUTPUT_DIRS + ("gradebook.db",))),
+            "classmates": classmates, "files": (files_before, tree_digest(root, skip=outputs)),
             "rows": (rows_before, gradebook_rows(root / "gradebook.db", leave_out=attacked)),
             "progress": stderr.getvalue(), "seconds": seconds}
 
@@ -316,9 +320,10 @@ def test_broken_runs_get_a_reason_and_their_controls_points(hostile):
 @pytest.mark.slow
 def test_the_batch_completes_and_reports_every_submission(hostile):
     run = hostile["run"]
-    assert {key: r.status for key, r in run.submissions.items()} == {(s, PS1): "graded" for s in hostile["attacked"]}
+    everyone = hostile["attacked"] + hostile["classmates"]
+    assert {key: r.status for key, r in run.submissions.items()} == {(s, PS1): "graded" for s in everyone}
     lines = hostile["progress"].splitlines()
-    assert len(lines) == len(hostile["attacked"]) and lines[-1].startswith("[" + "#" * 24 + "]")
+    assert len(lines) == len(everyone) and lines[-1].startswith("[" + "#" * 24 + "]")
     assert all("ETA" in line or "done" in line for line in lines)
 
 
@@ -332,7 +337,33 @@ def test_nothing_changes_outside_the_output_folder_but_the_attacked_gradebook_ro
         assert after[f"submitted/{student}/{PS1}/{PS1}.ipynb"] == hashlib.sha256(original.read_bytes()).hexdigest()
     rows_before, rows_after = hostile["rows"]
     assert rows_before == rows_after
-    assert not (hostile["root"] / "autograded").exists() and not (hostile["root"] / "feedback").exists()
+    assert set(hostile["classmates"]) == set(EXPECTED["controls"])          # their copies: byte-identical
+    root = hostile["root"]
+    autograded = sorted(p.relative_to(root).as_posix() for p in (root / "autograded").rglob("*") if not p.is_dir())
+    graded = hostile["attacked"] + hostile["classmates"]
+    assert autograded == sorted(f"autograded/{s}/{PS1}/{PS1}.ipynb" for s in graded)    # exactly one copy each
+    assert not (hostile["root"] / "feedback").exists()
+
+
+@pytest.mark.slow
+def test_autograded_copies_hold_text_verdicts_and_no_hidden_test(hostile):
+    """What the formgrader will show of each attack: text streams only, capped, the judge's verdicts under
+    the test cells, no line of the hidden tests."""
+    from attnkit.grading.autograded import NOTEBOOK_CHARS
+
+    hidden = source_only_lines(PS1)
+    for (student, _), record in hostile["run"].submissions.items():
+        node = nbformat.read(hostile["root"] / "autograded" / student / PS1 / f"{PS1}.ipynb", as_version=4)
+        outputs = [o for cell in node.cells for o in cell.get("outputs", [])]
+        assert {o.output_type for o in outputs} <= {"stream"}, student
+        assert sum(len(o.text) for o in outputs) < NOTEBOOK_CHARS + 20_000, student
+        text = nbformat.writes(node)
+        assert not any(json.dumps(line)[1:-1] in text for line in hidden), student
+        tests = [c for c in node.cells if c.metadata.get("nbgrader", {}).get("grade_id") in TESTS]
+        assert [c.metadata["nbgrader"]["grade_id"] for c in tests] == list(TESTS), student
+        for cell in tests:
+            earned = points(hostile["run"], student)[cell.metadata["nbgrader"]["grade_id"]]
+            assert cell.outputs[0].text.startswith(f"Checked by the grader outside the notebook: {earned:g} /")
 
 
 @pytest.mark.slow
@@ -356,7 +387,8 @@ def test_reports_table_csv_and_plots(hostile):
         assert run.reports[name].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with open(run.reports["checks.csv"], newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert {r["student"] for r in rows} == set(hostile["attacked"]) and len(rows) == 8 * len(hostile["attacked"])
+    everyone = set(hostile["attacked"]) | set(hostile["classmates"])
+    assert {r["student"] for r in rows} == everyone and len(rows) == 8 * len(everyone)
     table = run.reports["table.txt"].read_text()
     assert "Lost points (first failed check of each exercise)" in table
     assert "stuck_loop / ps1_learnable_pe / test_pe_forward (2.5/4): " in table
@@ -454,5 +486,5 @@ def test_a_notebook_linked_to_the_instructors_is_not_graded(sandboxes, tmp_path)
     run = grade(root, [PS1], root / "handed_in", workers=1)
     for student in ("linker", "filelink"):
         record = run.submissions[student, PS1]
-        assert record.status == "failed" and any("symbolic link" in issue for issue in record.issues), record
+        assert record.status == "rejected" and any("symbolic link" in issue for issue in record.issues), record
         assert points(run, student) == {"test_pe_table": 0.0, "test_pe_forward": 0.0}
