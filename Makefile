@@ -32,11 +32,10 @@ test: $(STAMP) sandbox-tools
 test-fast: $(STAMP)
 	$(PY) -m pytest -n 2 tests -m "not slow"
 
-# The example class through the whole nbgrader workflow (submitted/, autograded/, feedback/, gradebook.db),
-# so the formgrader can show it for the written answers. `attnkit demo` alone uses the sandboxed grader,
-# which does not yet write the autograded/ copies the formgrader needs.
+# The example class through the sandboxed grader: submitted/, autograded/ (for the formgrader), gradebook.db,
+# grades/. A second run takes every verdict from the journal.
 demo: $(STAMP) sandbox-tools
-	$(PY) -m attnkit.grading demo --grader nbgrader
+	$(PY) -m attnkit.grading demo
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab course
