@@ -167,6 +167,36 @@ def test_precheck_needs_a_released_notebook(tmp_path):
         check_submission(tmp_path, tmp_path)
 
 
+def test_hand_ins_are_collected_into_submitted_and_odd_ones_rejected_uncopied(tmp_path, released):
+    """Collect before grading (nbgrader's layout): a plain hand-in is copied, one holding a symbolic link
+    or a named pipe is rejected and not copied; the hand-in folder itself is never written."""
+    import os
+
+    from attnkit.grading.pipeline import place
+
+    (tmp_path / "nbgrader_config.py").write_text("c = get_config()\n")
+    course, handed_in = Course(tmp_path), tmp_path / "handed_in"
+    write_notebook(handed_in / "ada" / "toy", "toy.ipynb", toy_notebook())
+    write_notebook(handed_in / "bo" / "toy", "toy.ipynb", toy_notebook())
+    (handed_in / "bo" / "toy" / "data").symlink_to(tmp_path / "nbgrader_config.py")
+    write_notebook(handed_in / "cy" / "toy", "toy.ipynb", toy_notebook())
+    os.mkfifo(handed_in / "cy" / "toy" / "pipe")
+    (handed_in / "di").mkdir()
+    (handed_in / "di" / "toy").symlink_to(handed_in / "ada" / "toy")
+    before = file_hashes(handed_in)
+    records = {s: place(course, handed_in, s, "toy", released) for s in ("ada", "bo", "cy", "di")}
+    assert {s: r.status for s, r in records.items()} == {"ada": "pending", "bo": "rejected", "cy": "rejected",
+                                                         "di": "rejected"}
+    assert records["bo"].issues == ["bo/toy/data is a symbolic link; hand in plain files"]
+    assert records["cy"].issues == ["cy/toy/pipe is not a plain file; hand in plain files"]
+    assert records["di"].issues == ["di/toy is a symbolic link (or lies behind one); hand in plain files"]
+    assert file_hashes(tmp_path / "submitted") == {"ada/toy/toy.ipynb": before["ada/toy/toy.ipynb"]}
+    assert file_hashes(handed_in) == before
+    again = place(course, tmp_path / "submitted", "ada", "toy", released)      # already in submitted/: kept
+    assert again.status == "pending" and file_hashes(tmp_path / "submitted") == {"ada/toy/toy.ipynb": before[
+        "ada/toy/toy.ipynb"]}
+
+
 # --- reasons read from nbgrader's output: fast --------------------------------------------------------------
 
 def error_output(ename, evalue=""):

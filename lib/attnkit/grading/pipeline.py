@@ -27,6 +27,7 @@ import json
 import logging
 import os
 import shutil
+import stat
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -284,26 +285,28 @@ def place(course, submissions, student, assignment, released, copy=True, toleran
     """Collect one submission into submitted/ (when ``copy`` and it is not there already) and pre-check
     it; 'pending' if gradable.
 
-    A submission whose folder is, or holds, a symbolic link is rejected and not copied (a link to
-    source/ would have the instructor's notebook graded as the student's). With ``tolerant`` (the
+    A submission whose folder is, or holds, a symbolic link (a link to source/ would have the
+    instructor's notebook graded as the student's) or anything but folders and plain files (copying a
+    named pipe would hang the batch) is rejected and not copied. With ``tolerant`` (the
     sandboxed grader) a notebook nbformat rejects but whose cells can be read is still graded: its
     cells run as they are, and the reason becomes a remark.
     """
     record = Submission(student, assignment)
     original = submissions / student / assignment
-    links = symbolic_links(original)
+    odd = odd_entries(original)
     if copy:
         target = course.assignment_dir("submitted", assignment, student)
         if original.resolve() != target.resolve():
             remove_tree(target)
-            if original.is_dir() and not links:
+            if original.is_dir() and not odd:
                 shutil.copytree(original, target, symlinks=True)
     huge = [p.name for p in released.glob("*.ipynb")
             if (original / p.name).is_file() and (original / p.name).stat().st_size > runner.MAX_NOTEBOOK_BYTES]
-    if links:
+    if odd:
         record.status = "rejected"
-        where = f"{student}/{assignment}" + ("" if links[0] == "." else f"/{links[0]}")
-        record.issues = [f"{where} is a symbolic link (or lies behind one); hand in the files themselves"]
+        path, what = odd[0]
+        where = f"{student}/{assignment}" + ("" if path == "." else f"/{path}")
+        record.issues = [f"{where} is {what}; hand in plain files"]
     elif not original.is_dir():
         record.status, record.issues = "missing", [f"nothing handed in (no folder {student}/{assignment}/)"]
     elif huge:                                          # never read a file that size into the grader's memory
@@ -321,18 +324,24 @@ def place(course, submissions, student, assignment, released, copy=True, toleran
     return record
 
 
-def symbolic_links(folder):
-    """Paths (relative to ``folder``, '.' for the folder itself) of the symbolic links in or on the way to it."""
+def odd_entries(folder):
+    """[(path relative to ``folder``, what it is)] for every symbolic link (also one on the way to
+    ``folder``: path '.') and every entry that is neither a folder nor a plain file, sorted."""
     folder = Path(folder)
     if os.path.realpath(folder) != os.path.abspath(folder):
-        return ["."] if folder.is_symlink() or folder.exists() else []
+        exists = folder.is_symlink() or folder.exists()
+        return [(".", "a symbolic link (or lies behind one)")] if exists else []
     if not folder.is_dir():
         return []
     found = []
     for top, folders, files in os.walk(folder):
-        for name in sorted(folders + files):
-            if os.path.islink(os.path.join(top, name)):
-                found.append(os.path.relpath(os.path.join(top, name), folder))
+        for name in folders + files:
+            path = os.path.join(top, name)
+            mode = os.lstat(path).st_mode
+            if stat.S_ISLNK(mode):
+                found.append((os.path.relpath(path, folder), "a symbolic link"))
+            elif not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                found.append((os.path.relpath(path, folder), "not a plain file"))
     return sorted(found)
 
 
