@@ -26,7 +26,7 @@ from attnkit.grading import Course, Job, Outcome, check_submission, demo, grade,
 from attnkit.grading.autograder import Autograder, execution_issues, nbgrader_failure
 from attnkit.grading.cli import main
 from attnkit.grading.pipeline import read_roster
-from attnkit.grading.release import compare_trees, drift
+from attnkit.grading.releases import compare_trees, drift
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "tests" / "fixtures" / "example_class"

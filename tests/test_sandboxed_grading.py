@@ -48,11 +48,9 @@ EXAMPLE = ROOT / "tests" / "fixtures" / "example_class"
 EXPECTED = json.loads((HOSTILE / "expected.json").read_text())
 PS1 = EXPECTED["assignment"]
 TESTS = ("test_pe_table", "test_pe_forward")
-# The one check a submission can forge: whether pe(X) raised ValueError past max_len is the submission's
-# own report, taken on trust (see the docstring of attnkit.solutions.judges). It is worth 0.5 point and
-# needs a correct forward already; everything else a trick tries earns nothing.
-SELF_REPORTED = {"flag_forger": {"test_pe_forward": 0.5}}
-FORGEABLE_CHECK = "a sequence longer than max_len raises ValueError"
+# The one result a submission can forge: whether pe(X) raised ValueError past max_len is the submission's
+# own report (see the docstring of attnkit.solutions.judges), so that check is shown and worth 0 points.
+FLAG_CHECK = "a sequence longer than max_len raises ValueError"    # the one self-reported result: worth 0
 OUTPUT_DIRS = ("grades", "grades_sequential", "grades_pool")
 
 
@@ -281,8 +279,9 @@ def test_controls_grade_the_same_with_one_worker_and_with_the_pool(hostile):
         other = sequential.submissions[key]
         assert (record.status, record.issues, record.checks) == (other.status, other.issues, other.checks), key
     assert points(pool, "blank") == {"test_pe_table": 0.0, "test_pe_forward": 0.0}
-    assert points(pool, "partial") == {"test_pe_table": 2.0, "test_pe_forward": 2.5}
-    assert points(pool, "shape_only") == {"test_pe_table": 1.0, "test_pe_forward": 0.5}
+    assert points(pool, "partial") == {"test_pe_table": 2.0, "test_pe_forward": 3.0}
+    # right shapes and no right value: the structure checks pass and count for nothing
+    assert points(pool, "shape_only") == {"test_pe_table": 0.0, "test_pe_forward": 0.0}
 
 
 @pytest.mark.slow
@@ -290,20 +289,23 @@ def test_no_trick_earns_a_point(hostile):
     run, controls = hostile["run"], hostile["pool"]
     scored = {student: points(run, student) for student in EXPECTED["attacks"]}
     honest = {student: points(controls, spec["control"]) for student, spec in EXPECTED["attacks"].items()}
-    for student, extra in SELF_REPORTED.items():
-        honest[student] = {cell: honest[student][cell] + extra.get(cell, 0.0) for cell in TESTS}
     assert scored == honest
 
 
 @pytest.mark.slow
-def test_the_self_reported_flag_is_the_only_forgeable_check(hostile):
-    """flag_forger earns exactly the ValueError check of pe_too_long over its control, nothing else."""
+def test_the_forged_flag_changes_one_verdict_worth_nothing(hostile):
+    """flag_forger turns the ValueError verdict of pe_too_long (its process's own report, which nothing
+    outside it can verify) into a pass, and nothing else: that check is shown, worth 0 points."""
     run, controls = hostile["run"], hostile["pool"]
     forged = {name: passed for cell, checks in run.submissions["flag_forger", PS1].checks.items()
               for name, _, _, passed, _, _ in checks}
     control = {name: passed for cell, checks in controls.submissions["partial", PS1].checks.items()
                for name, _, _, passed, _, _ in checks}
-    assert {name for name in forged if forged[name] != control[name]} == {FORGEABLE_CHECK}
+    changed = {name for name in forged if forged[name] != control[name]}
+    assert len(changed) == 1 and next(iter(changed)).startswith(FLAG_CHECK)
+    worth = {name: max_points for checks in run.submissions["flag_forger", PS1].checks.values()
+             for name, _, max_points, _, _, _ in checks}
+    assert worth[next(iter(changed))] == 0
 
 
 @pytest.mark.slow

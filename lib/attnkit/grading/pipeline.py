@@ -39,7 +39,7 @@ from .autograder import Job, NbgraderAutograder
 from .course import Course
 from .precheck import Issue, check_submission
 from .progress import Progress
-from .release import compare_trees, release
+from .releases import compare_trees, release
 from .reports import (export_totals, format_table, number, plot_success, plot_totals, read_scores, write_cell_csv,
                       write_check_csv)
 
@@ -125,15 +125,14 @@ class GradingRun:
 
 
 def grade(course, assignments, submissions, students_csv=None, reports_dir=None, autograder=None, *,
-          grader="sandbox", workers=None, fresh=False, show_tests=False, structure_needs_evidence=False,
-          progress=False):
+          grader="sandbox", workers=None, fresh=False, show_tests=False, progress=False):
     """Grade every student's submission of ``assignments`` (all of source/ when empty).
 
     ``submissions`` is a folder of STUDENT/ASSIGNMENT/ folders; ``students_csv`` the class list (an 'id'
     column, optional first_name, last_name, email); ``reports_dir`` the grader's output folder (default:
     the course's grades/); ``autograder`` an Autograder, else one made by :func:`make_autograder` from
-    ``grader`` ('sandbox' or 'nbgrader'), ``workers``, ``fresh``, ``show_tests`` and
-    ``structure_needs_evidence``; ``progress``: draw a progress bar with an ETA on stderr.
+    ``grader`` ('sandbox' or 'nbgrader'), ``workers``, ``fresh`` and ``show_tests``; ``progress``: draw a
+    progress bar with an ETA on stderr.
     """
     course = course if isinstance(course, Course) else Course(course)
     assignments = course.check_assignments(assignments)
@@ -142,8 +141,7 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
     students = class_list(roster, submissions)
     reports_dir = Path(reports_dir).resolve() if reports_dir else course.root / "grades"
     autograder = autograder or make_autograder(grader, course, reports_dir, workers=workers, fresh=fresh,
-                                               show_tests=show_tests,
-                                               structure_needs_evidence=structure_needs_evidence)
+                                               show_tests=show_tests)
     autograder.prepare(assignments)
     records, warnings = prepare(course, assignments, submissions, roster, students, autograder)
     jobs = [Job(r.assignment, r.student, course.assignment_dir("submitted", r.assignment, r.student))
@@ -165,16 +163,14 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
     return run
 
 
-def make_autograder(grader, course, reports_dir, workers=None, fresh=False, show_tests=False,
-                    structure_needs_evidence=False):
+def make_autograder(grader, course, reports_dir, workers=None, fresh=False, show_tests=False):
     """'sandbox': the sandboxed parallel grader writing into ``reports_dir``; 'nbgrader': plain nbgrader."""
     if grader == "nbgrader":
         return NbgraderAutograder(course)
     if grader != "sandbox":
         raise ValueError(f"grader: expected one of {GRADERS}, got {grader!r}")
     from .sandboxed import SandboxAutograder        # imports the trusted judges: instructors only
-    return SandboxAutograder(course, reports_dir, workers=workers, fresh=fresh, show_tests=show_tests,
-                             structure_needs_evidence=structure_needs_evidence)
+    return SandboxAutograder(course, reports_dir, workers=workers, fresh=fresh, show_tests=show_tests)
 
 
 def progress_note(record, outcome):

@@ -301,16 +301,14 @@ class SandboxAutograder(Autograder):
     ``output_dir``: the grader's own folder (scratch, journal, feedback, logs); ``workers``: size of the
     pool (default: the number of CPU cores); ``fresh``: ignore the journal of earlier runs;
     ``show_tests``: put the release's visible test cells in the feedback; ``key``: a secret mixed into
-    the input seeds (default: $ATTNKIT_GRADING_KEY, else none); ``structure_needs_evidence``: a
-    structural check (shapes, dtypes, parameter count) counts only once a check of the values in the
-    same cell passed (off by default, as plain nbgrader's visible tests give those points).
+    the input seeds (default: $ATTNKIT_GRADING_KEY, else none).
     """
 
     tolerant = True               # runs a notebook nbformat rejects when its cells can be read
     writes_feedback = True
 
     def __init__(self, course, output_dir, workers=None, limits=None, cell_timeout=None, fresh=False,
-                 show_tests=False, key=None, retries=RETRIES, structure_needs_evidence=False):
+                 show_tests=False, key=None, retries=RETRIES):
         sandbox.check_available()
         self.course = course
         self.output_dir = Path(output_dir).resolve()
@@ -320,7 +318,6 @@ class SandboxAutograder(Autograder):
         self.show_tests = show_tests
         self.key = key if key is not None else os.environ.get(KEY_VARIABLE, "")
         self.retries = retries
-        self.structure_needs_evidence = bool(structure_needs_evidence)
         self.work_dir = self.output_dir / "work"
         self.feedback_dir = self.output_dir / "feedback"
         self.logs_dir = self.output_dir / "logs"
@@ -342,7 +339,6 @@ class SandboxAutograder(Autograder):
         grading = Path(__file__).resolve().parent
         parts = [str(GRADER_VERSION), self.course.course_id, release.assignment, release.name,
                  hashlib.sha256(self.key.encode()).hexdigest(), repr(self.cell_timeout), repr(self.retries),
-                 repr(self.structure_needs_evidence),
                  repr(dataclasses.replace(self.limits, uid=0))]
         for part in parts:
             digest.update(part.encode() + b"\0")
@@ -491,8 +487,7 @@ class SandboxAutograder(Autograder):
     def decide(self, plan, done, grader):
         """The journal entry of a finished run: the judge's checks, scores per grade cell, the reasons."""
         job, release = plan.job, plan.release
-        verdicts = judges.judge(job.assignment, done.inputs, done.outputs, done.errors,
-                                structure_needs_evidence=self.structure_needs_evidence)
+        verdicts = judges.judge(job.assignment, done.inputs, done.outputs, done.errors)
         kinds = {}
         for described in judges.describe(job.assignment):
             kinds.setdefault(described["grade_id"], []).append(described["kind"])
