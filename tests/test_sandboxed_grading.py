@@ -393,7 +393,7 @@ def test_reports_table_csv_and_plots(hostile):
     assert {r["student"] for r in rows} == everyone and len(rows) == 8 * len(everyone)
     table = run.reports["table.txt"].read_text()
     assert "Lost points (first failed check of each exercise)" in table
-    assert "stuck_loop / ps1_learnable_pe / test_pe_forward (2.5/4): " in table
+    assert "stuck_loop / ps1_learnable_pe / test_pe_forward (3/4): " in table
     report = json.loads(run.reports["report.json"].read_text())
     assert report["students"]["stuck_loop"][PS1]["failures"]["test_pe_forward"].startswith("pe(X) with")
 
@@ -467,14 +467,14 @@ def test_late_submissions_get_the_courses_late_penalty(sandboxes, tmp_path):
     with Gradebook(course.db_url, course.course_id) as gradebook:
         gradebook.update_or_create_assignment(PS1, duedate="2030-01-01 00:00:00 UTC")
     for student, when in (("late", "2030-01-02 00:00:00 UTC"), ("early", "2029-12-31 00:00:00 UTC")):
-        shutil.copytree(HOSTILE / "controls" / "shape_only", root / "handed_in" / student)
+        shutil.copytree(HOSTILE / "controls" / "partial", root / "handed_in" / student)
         (root / "handed_in" / student / PS1 / "timestamp.txt").write_text(when)
     run = grade(root, [PS1], root / "handed_in", workers=2)
     with Gradebook(course.db_url, course.course_id) as gradebook:
         late, early = (gradebook.find_submission(PS1, s) for s in ("late", "early"))
         assert late.total_seconds_late == 86400 and early.total_seconds_late == 0
-        assert late.late_submission_penalty == late.score == 1.5 and early.late_submission_penalty == 0
-    assert points(run, "late") == points(run, "early") == {"test_pe_table": 1.0, "test_pe_forward": 0.5}
+        assert late.late_submission_penalty == late.score == 5.0 and early.late_submission_penalty == 0
+    assert points(run, "late") == points(run, "early") == {"test_pe_table": 2.0, "test_pe_forward": 3.0}
 
 
 @pytest.mark.slow
