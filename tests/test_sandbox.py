@@ -333,6 +333,10 @@ def test_staged_package_leaves_out_solutions_and_the_nbgrader_side(tmp_path):
     assert {"__init__.py", "attention.py", "checking.py", "grading/runner.py", "grading/exchange.py"} <= names
     assert not names & {"grading/pipeline.py", "grading/course.py", "grading/autograder.py", "grading/sandbox.py"}
     assert "import" not in (staged / "grading" / "__init__.py").read_text()
+    compiled = {p.name.split(".")[0] for p in staged.rglob("__pycache__/*.pyc")}    # no sandbox compiles them again
+    assert {"__init__", "attention", "runner", "exchange"} <= compiled
+    assert [p.name for p in (tmp_path / sandbox.FONT_CACHE).iterdir()] == [   # nor scans the fonts again
+        f"fontlist-v{__import__('matplotlib.font_manager').font_manager.FontManager.__version__}.json"]
 
 
 def test_staging_refuses_a_probes_module_that_imports_the_solutions(tmp_path):

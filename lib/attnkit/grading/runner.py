@@ -324,6 +324,7 @@ class Runner:
             self.run_probes(probes, probe_error, inputs, namespace, problem)
         self.report["seconds"] = round(time.perf_counter() - start, 3)
         self.report["memory"] = peak_memory()
+        self.report["cpu"] = cpu_seconds()
         if self.report["reason"] is None:
             self.report["reason"] = summary(self.report)
         self.write()
@@ -643,6 +644,16 @@ def peak_memory():
     except (OSError, ValueError):
         pass
     return peaks
+
+
+def cpu_seconds():
+    """User + system CPU seconds of this process so far (its start and imports included), for sizing limits."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return round(usage.ru_utime + usage.ru_stime, 3)
 
 
 def current_limits(cell_timeout, cell_output):
