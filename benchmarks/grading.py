@@ -1,6 +1,6 @@
 """Seconds per submission: plain sequential `nbgrader autograde` against the kit's sandboxed grader.
 
-Usage: .venv/bin/python benchmarks/grading.py [--copies N] [--workers N] [--one-worker]
+Usage: .venv/bin/python benchmarks/grading.py [--copies N] [--workers N] [--one-worker] [--profile]
        (or: make benchmark-grading)
 
 The example class (tests/fixtures/example_class) is scaled up by handing in its honest submissions again
@@ -17,12 +17,19 @@ script, each variant in its own temporary copy of the course (nbgrader_config.py
 Then it checks that every test cell of every submission got the same points from nbgrader and from the
 kit (and from one worker and the pool), and prints the figures. Not a test: timings depend on the
 machine and on what else runs on it.
+
+--profile adds, for the kit with the pool, where the time went: seconds before the first sandbox and
+after the last one (the parent alone), the CPU seconds of the sandboxed runners (from their reports:
+interpreter start and imports included) and of the grading process, how busy that kept the cores, and
+the runs that used the most CPU.
 """
 
 import argparse
+import contextlib
 import csv
 import logging
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -30,7 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from attnkit.grading import Course, grade
+from attnkit.grading import Course, grade, sandbox
 from attnkit.grading.course import use_venv_tools
 from attnkit.grading.pipeline import EXAMPLE_CLASS, read_roster
 from attnkit.grading.reports import read_scores
@@ -97,12 +104,59 @@ def time_nbgrader(scratch, submissions, students_csv, assignments, handed_in):
     return seconds, test_cells(course, assignments, sorted(read_roster(students_csv)))
 
 
-def time_kit(scratch, name, submissions, students_csv, assignments, workers=None):
+def time_kit(scratch, name, submissions, students_csv, assignments, workers=None, profile=None):
     root = course_copy(scratch, name)
-    start = time.perf_counter()
-    run = grade(root, assignments, submissions, students_csv, workers=workers)
-    seconds = time.perf_counter() - start
+    with profile.watching() if profile else contextlib.nullcontext():
+        start = time.perf_counter()
+        run = grade(root, assignments, submissions, students_csv, workers=workers)
+        seconds = time.perf_counter() - start
     return seconds, test_cells(Course(root), assignments, run.table.students), run
+
+
+class Profile:
+    """What the kit's sandboxed runs and its own process used while :func:`time_kit` ran (see --profile)."""
+
+    def __init__(self):
+        self.runs, self.parent = [], 0.0
+
+    @contextlib.contextmanager
+    def watching(self):
+        original = sandbox.run_notebook
+
+        def run_notebook(box, notebook, scratch_dir, *args, **options):
+            start = time.perf_counter()
+            done = original(box, notebook, scratch_dir, *args, **options)
+            cpu = done.report.get("cpu") if isinstance(done.report.get("cpu"), (int, float)) else 0.0
+            name = f"{Path(scratch_dir).name} / {options.get('assignment')}"
+            self.runs.append((start, time.perf_counter(), cpu, name))
+            return done
+
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        sandbox.run_notebook = run_notebook
+        self.start = time.perf_counter()
+        try:
+            yield self
+        finally:
+            self.end = time.perf_counter()
+            sandbox.run_notebook = original
+            after = resource.getrusage(resource.RUSAGE_SELF)
+            self.parent = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+    def lines(self, cores):
+        if not self.runs:
+            return ["profile: no sandboxed run"]
+        wall = self.end - self.start
+        first, last = min(r[0] for r in self.runs), max(r[1] for r in self.runs)
+        cpu = sum(r[2] for r in self.runs)
+        top = sorted(self.runs, key=lambda r: -r[2])[:5]
+        return [f"profile of the kit with the pool ({wall:.1f} s):",
+                f"  the parent alone: {first - self.start:.1f} s before the first sandbox (release sync, pre-check), "
+                f"{self.end - last:.1f} s after the last (reports)",
+                f"  {len(self.runs)} sandboxed runs: {sum(r[1] - r[0] for r in self.runs):.1f} s in all, runner CPU "
+                f"{cpu:.1f} s ({cpu / len(self.runs):.2f} s a run, start-up and imports included)",
+                f"  grading process CPU (all its threads: judging, gradebook, reports): {self.parent:.1f} s",
+                f"  cores kept busy by these two: {(cpu + self.parent) / (cores * wall):.0%} of {cores} x {wall:.1f} s",
+                "  most CPU: " + ", ".join(f"{name} {cpu:.1f} s" for _, _, cpu, name in top)]
 
 
 def differences(first, second, names):
@@ -116,6 +170,7 @@ def main(argv=None):
     options.add_argument("--copies", type=int, default=1, help="rounds of honest copies (default: 1)")
     options.add_argument("--workers", type=int, default=None, help="the kit's pool (default: CPU cores)")
     options.add_argument("--one-worker", action="store_true", help="also time the kit with one worker")
+    options.add_argument("--profile", action="store_true", help="say where the kit's time went (with the pool)")
     args = options.parse_args(argv)
     logging.getLogger("attnkit").setLevel(logging.ERROR)
     use_venv_tools()
@@ -126,7 +181,8 @@ def main(argv=None):
         handed_in = [(s, a) for s in students for a in assignments if (submissions / s / a).is_dir()]
         count = len(handed_in)
         plain, plain_cells = time_nbgrader(scratch, submissions, students_csv, assignments, handed_in)
-        kit, kit_cells, run = time_kit(scratch, "kit", submissions, students_csv, assignments, args.workers)
+        profile = Profile() if args.profile else None
+        kit, kit_cells, run = time_kit(scratch, "kit", submissions, students_csv, assignments, args.workers, profile)
         rows = [("plain nbgrader autograde --force (sequential)", plain),
                 (f"kit: attnkit grade, sandboxed, pool of {run_workers(args.workers)} (all steps)", kit)]
         checks = [differences(plain_cells, kit_cells, ("nbgrader", "kit"))]
@@ -142,6 +198,8 @@ def main(argv=None):
     print(f"speed-up of the kit over plain nbgrader: {plain / kit:.2f}x")
     if args.one_worker:
         print(f"speed-up of the pool over one worker: {rows[2][1] / kit:.2f}x")
+    if profile:
+        print("\n".join(profile.lines(os.cpu_count())))
     wrong = [line for found in checks for line in found]
     cells = len(kit_cells)
     if wrong:
