@@ -29,12 +29,13 @@ that is not word for word a cell of the release is therefore made inert (:func:`
 import copy
 import io
 import json
-import os
 import re
 import tokenize
 from pathlib import Path
 
 import nbformat
+
+from . import feedback
 
 OUTPUT_CHARS = 10_000          # characters kept of one stream (stdout or stderr) of one cell
 NOTEBOOK_CHARS = 200_000       # characters of captured output kept in one copy (the journal holds them)
@@ -278,16 +279,7 @@ def write(path, node):
             return False
     except OSError:
         pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(temporary, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
+    feedback.write(path, data)
     return True
 
 

@@ -77,11 +77,19 @@ def page(entry, cells, show_tests=False):
     return "\n".join(parts)
 
 
-def write(path, text):
-    """Write ``text`` to ``path`` atomically (a killed grader never leaves half a page)."""
+def write(path, content):
+    """Write ``content`` (text, as UTF-8, or bytes) to ``path`` atomically: a killed grader never leaves half
+    a file. Used for the feedback pages and the autograded copies."""
     path = Path(path)
+    data = content.encode("utf-8") if isinstance(content, str) else content
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(temporary, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
     return path
