@@ -210,6 +210,25 @@ def test_checks_carry_the_points_of_the_notebook_cells(assignment):
 
 
 @pytest.mark.parametrize("assignment", judges.ASSIGNMENTS)
+def test_checks_not_hidden_carry_the_points_of_the_visible_checks(assignment):
+    """The judge's visible checks stand for the student's visible checks: same points per cell, so the
+    hidden part of a cell (attnkit.solutions.hidden, the judge's hidden checks) completes it exactly."""
+    notebook = nbformat.read(REPO / "release" / assignment / f"{assignment}.ipynb", as_version=4)
+    visible = {}
+    for cell in notebook.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if cell.cell_type == "code" and cell.metadata["nbgrader"].get("grade"):
+            calls = [item.context_expr for node in ast.walk(ast.parse(cell.source)) if isinstance(node, ast.With)
+                     for item in node.items]
+            visible[grade_id] = sum(float(call.args[1].value) for call in calls
+                                    if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "checks")
+    judged = {}
+    for check in judges.describe(assignment):
+        judged[check["grade_id"]] = judged.get(check["grade_id"], 0.0) + (0.0 if check["hidden"] else check["points"])
+    assert judged == visible
+
+
+@pytest.mark.parametrize("assignment", judges.ASSIGNMENTS)
 def test_every_probe_feeds_checks_of_its_own_cell(assignment):
     probe_cells = {probe.name: probe.grade_id for probe in PROBES[assignment]}
     spec_cells = {spec.probe: spec.grade_id for spec in judges.SPECS[assignment]}

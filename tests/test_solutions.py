@@ -17,7 +17,7 @@ from attnkit.checking import (CheckFailed, Checks, expect_close, expect_equal, e
                               largest_allocation, single_parameter, table_of)
 from attnkit.solutions import (LearnablePositionalEncoding, RelativeMultiHeadAttention, causal_relative_attention,
                                causal_relative_attention_naive, relative_position_index, skew)
-from attnkit.solutions import hidden, provenance
+from attnkit.solutions import hidden, judges, provenance
 
 SMALL = settings(max_examples=40, deadline=None)
 
@@ -468,3 +468,43 @@ def test_hidden_checks_give_an_independent_skew_full_marks_and_a_reversed_one_no
     wrong = Checks(points=2.5)
     hidden.skew(wrong, run_as_notebook(OWN_SKEW.replace("X], dim=-1)", "X.flip(-1)], dim=-1)"))["skew"])
     assert wrong.score() == 0.0          # shape, dtype and input untouched pass, but alone count for nothing
+
+
+OWN_CAUSAL = """
+import math
+import torch
+
+def causal_relative_attention_naive(queries, keys, values, rel_k):
+    L, d = queries.shape[1], queries.shape[2]
+    distance = torch.arange(L)[None, :] - torch.arange(L)[:, None]          # (L, L): j - i
+    gathered = rel_k[distance.clamp(max=0) + L - 1]                          # (L, L, d)
+    scores = queries @ keys.transpose(1, 2) + torch.einsum("bid,ijd->bij", queries, gathered)
+    scores = scores.masked_fill(distance > 0, float("-inf")) / math.sqrt(d)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ values, weights
+"""
+
+
+def test_in_the_kernel_the_memory_check_measures_what_the_skewed_version_allocates(capsys):
+    """No memory cap stops a gathering 'skewed' version under plain nbgrader: the largest tensor decides."""
+    naive = run_as_notebook(OWN_CAUSAL)["causal_relative_attention_naive"]
+    checks = Checks(points=3)
+    hidden.causal(checks, naive, naive)
+    printed = capsys.readouterr().out
+    assert checks.score() == 2.0, printed                 # both parity checks pass, the memory check fails
+    assert "the largest tensor created was 537 MB" in printed and "skew(queries @ rel_k.T)" in printed
+
+
+@pytest.mark.parametrize("grade_id", ["test_pe_table", "test_pe_forward", "test_index", "test_rel_attention",
+                                      "test_skew", "test_causal"])
+def test_hidden_part_of_each_cell_is_the_judges_hidden_checks(grade_id):
+    """The kernel's hidden checks are the judge's, one for one: names (memory aside), points and kinds."""
+    assignment = hidden._assignment_of(grade_id)
+    specs = [spec for spec in judges.SPECS[assignment] if spec.grade_id == grade_id and spec.hidden]
+    checks = Checks(points=sum(spec.points for spec in specs))
+    hidden.run(checks, grade_id, {})                        # nothing defined: every hidden check fails
+    assert [(points, kind) for _, points, _, kind in checks.results] == \
+        [(spec.points, {"reference": "values"}.get(spec.kind, spec.kind)) for spec in specs]
+    assert all(message for _, _, message, _ in checks.results)
+    names = [what for what, *_ in checks.results if not what.startswith("memory")]
+    assert names == [spec.name for spec in specs if spec.probe != "causal_memory"]

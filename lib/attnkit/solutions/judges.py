@@ -1,8 +1,10 @@
 """Trusted verdicts: fresh inputs for the probes, and the checks decided on their outputs (instructors only).
 
-The hidden checks in ``hidden.py`` run inside the student's kernel, where the student's code can
-replace the comparison functions, lie about equality or report success itself. Here every check is
-decided in the grader's own process, which never imports or runs student code:
+Every hidden check of the graded notebooks is defined once, here and in the probes. Under plain
+nbgrader the hidden part of a test cell runs the probes and this module inside the student's kernel
+(``hidden.py``), where the student's code could replace the comparison functions, lie about equality
+or report success itself. The sandboxed grader decides every check in its own process, which never
+imports or runs student code:
 
 1. ``make_inputs(assignment, seed)`` draws random weights, inputs and (where the bug classes allow)
    sizes for every probe in ``attnkit.grading.probes.PROBES[assignment]``, fresh for each submission:
@@ -40,7 +42,7 @@ from attnkit.solutions.relative import relative_position_index as reference_inde
 from attnkit.solutions.skew import causal_relative_attention_naive as reference_causal
 from attnkit.solutions.skew import skew as reference_skew
 
-__all__ = ["ASSIGNMENTS", "Check", "MEMORY_HEAD_DIM", "MEMORY_LENGTH", "check_ids", "describe", "judge",
+__all__ = ["ASSIGNMENTS", "Check", "MEMORY_HEAD_DIM", "MEMORY_LENGTH", "check_ids", "decide", "describe", "judge",
            "make_inputs", "max_points", "scores"]
 
 ASSIGNMENTS = ("ps1_learnable_pe", "ps2_relative_pe")
@@ -653,6 +655,11 @@ class _Spec:
         grader's inputs) or "structure" (shapes, dtypes, parameters: any arrays of that structure pass)."""
         return next((kind for kind, ids in _KINDS.items() if self.id in ids), "reference")
 
+    @property
+    def hidden(self):
+        """True for a check of the hidden part of the test cell (absent from the student's notebook)."""
+        return self.id in _HIDDEN
+
 
 _KINDS = {
     "structure": {"pe_parameters", "pe_trainable", "pe_shape", "index_dtype", "attn_tables", "attn_self_shape",
@@ -661,6 +668,12 @@ _KINDS = {
     "property": {"index_toeplitz", "index_saturation", "attn_mask_batch", "attn_shift", "attn_mask_rows",
                  "causal_agree"},
 }
+
+# The checks of the hidden part of each test cell; the others mirror the cell's visible checks.
+_HIDDEN = {"pe_gradient", "pe_parity", "pe_dropout", "index_toeplitz", "index_saturation", "index_int64",
+           "attn_self_parity", "attn_cross_parity", "attn_zero_distance", "attn_shift", "attn_mask_rows",
+           "skew_gather", "skew_unchanged", "skew_float64", "causal_naive_parity", "causal_skewed_parity",
+           "causal_memory"}
 
 
 SPECS = {
@@ -755,9 +768,10 @@ def max_points(assignment):
 
 
 def describe(assignment):
-    """One dict per check, in ``judge``'s order: grade_id, id, name, points, kind, probe (no code, no values)."""
+    """One dict per check, in ``judge``'s order: grade_id, id, name, points, kind, hidden, probe (no code,
+    no values)."""
     return [{"grade_id": spec.grade_id, "id": spec.id, "name": spec.name, "points": float(spec.points),
-             "kind": spec.kind, "probe": spec.probe} for spec in SPECS[assignment]]
+             "kind": spec.kind, "hidden": spec.hidden, "probe": spec.probe} for spec in SPECS[assignment]]
 
 
 def check_ids(assignment):
@@ -835,6 +849,25 @@ def _decide(spec, case, arrays, error):
     return True, ""
 
 
+def decide(assignment, inputs, outputs, probe_errors=None):
+    """[(spec, passed, message), ...] for every check of the assignment, each decided on its own numbers.
+
+    The evidence rule is not applied here: ``judge`` applies it to the whole cell, and the hidden part
+    of a notebook's test cell (``attnkit.solutions.hidden``) leaves it to the cell's ``Checks``, which
+    also hold the visible checks. The arguments are those of ``judge``.
+    """
+    if assignment not in SPECS:
+        raise ValueError(f"unknown assignment {assignment!r}; known: {', '.join(SPECS)}")
+    outputs = _nested(outputs)
+    errors = probe_errors if isinstance(probe_errors, dict) else {}
+    inputs = inputs if isinstance(inputs, dict) else {}
+    decided = []
+    for spec in SPECS[assignment]:
+        error = errors.get(spec.probe, errors.get("*"))          # "*": the whole outputs file was rejected
+        decided.append((spec, *_decide(spec, inputs.get(spec.probe), outputs.get(spec.probe), error)))
+    return decided
+
+
 def judge(assignment, inputs, outputs, probe_errors=None):
     """{grade_id: [Check, ...]} for one submission, decided from the probe outputs alone.
 
@@ -847,15 +880,7 @@ def judge(assignment, inputs, outputs, probe_errors=None):
     cell passed: arrays built to have the right shape or property earn nothing on their own
     (``attnkit.checking.Checks`` applies the same rule in the notebooks, so plain nbgrader agrees).
     """
-    if assignment not in SPECS:
-        raise ValueError(f"unknown assignment {assignment!r}; known: {', '.join(SPECS)}")
-    outputs = _nested(outputs)
-    errors = probe_errors if isinstance(probe_errors, dict) else {}
-    inputs = inputs if isinstance(inputs, dict) else {}
-    decided = []
-    for spec in SPECS[assignment]:
-        error = errors.get(spec.probe, errors.get("*"))          # "*": the whole outputs file was rejected
-        decided.append((spec, *_decide(spec, inputs.get(spec.probe), outputs.get(spec.probe), error)))
+    decided = decide(assignment, inputs, outputs, probe_errors)
     evidenced = {spec.grade_id for spec, passed, _ in decided
                  if passed and spec.points > 0 and spec.kind == "reference"}
     decided = [(spec, False, UNSUPPORTED) if passed and spec.kind != "reference" and spec.grade_id not in evidenced
