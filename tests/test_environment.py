@@ -93,3 +93,17 @@ def test_student_wheel_has_no_reference_solutions(tmp_path):
     assert any(n.startswith("attnkit/attention.py") for n in names), names
     leaked = [n for n in names if n.startswith("attnkit/solutions")]
     assert not leaked, f"reference solutions leaked into the student wheel: {leaked}"
+
+
+def test_importing_the_kit_and_measuring_memory_load_no_heavy_extras():
+    """`import attnkit` leaves matplotlib for the first plot, and a memory measurement does not pull in
+    torch._dynamo: each costs every graded kernel and every sandboxed run 0.4 s and 1.6 s of CPU."""
+    code = ("import sys, torch, attnkit\n"
+            "from attnkit.checking import largest_allocation\n"
+            "largest_allocation(lambda x: x @ x, torch.ones(3, 3))\n"
+            "print('matplotlib' in sys.modules, 'torch._dynamo' in sys.modules)\n"
+            "attnkit.plot([0, 1], [[0, 1]])\n"
+            "print('matplotlib' in sys.modules)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            env={"MPLBACKEND": "Agg", "PATH": "/usr/bin:/bin"})
+    assert result.stdout.split() == ["False", "False", "True"]

@@ -250,6 +250,14 @@ def load_table(destination, source):
 class _LargestOutput(TorchDispatchMode):
     """Records the largest storage (bytes) created by any PyTorch operator while active."""
 
+    @classmethod
+    def _should_skip_dynamo(cls):
+        # TorchDispatchMode wraps a subclass's __torch_dispatch__ in torch._disable_dynamo unless this
+        # says False; the wrapper imports torch._dynamo on the first call, about 1 s of CPU in every
+        # kernel that measures memory, for a mode that is never compiled. If a later torch drops the
+        # hook, this method is simply never called and the import comes back (slower, same result).
+        return False
+
     def __init__(self, inputs):
         super().__init__()
         self.largest = 0
