@@ -48,7 +48,7 @@ ALL_PS1 = {"pe_parameters", "pe_trainable", "pe_gradient", "pe_shape", "pe_known
            "pe_parity", "pe_dropout"}
 INDEX = {"index_dtype", "index_example", "index_toeplitz", "index_saturation", "index_int64"}
 ATTENTION = {"attn_tables", "attn_self_shape", "attn_cross_shape", "attn_weights_shape", "attn_mask_batch",
-             "attn_self_parity", "attn_cross_parity", "attn_zero_distance", "attn_shift", "attn_mask_rows"}
+             "attn_self_weights", "attn_self_parity", "attn_cross_parity", "attn_zero_distance", "attn_shift", "attn_mask_rows"}
 SKEW = {"skew_shape", "skew_example", "skew_gather", "skew_unchanged", "skew_float64"}
 CAUSAL = {"causal_shapes", "causal_skewed_mask", "causal_agree", "causal_naive_parity", "causal_skewed_parity",
           "causal_memory"}
@@ -67,8 +67,8 @@ FAILED = {
     ("partial", "ps2_relative_pe"): {"attn_mask_batch", "attn_cross_parity", "attn_zero_distance", "attn_mask_rows",
                                      "causal_shapes", "causal_agree", "causal_naive_parity"},
     ("bug_no_clip", "ps2_relative_pe"): INDEX | ATTENTION,
-    ("bug_sign_flip", "ps2_relative_pe"): INDEX | {"attn_self_parity", "attn_cross_parity"},
-    ("bug_no_value_term", "ps2_relative_pe"): ATTENTION,
+    ("bug_sign_flip", "ps2_relative_pe"): INDEX | {"attn_self_weights", "attn_self_parity", "attn_cross_parity"},
+    ("bug_no_value_term", "ps2_relative_pe"): {"attn_self_parity", "attn_cross_parity", "attn_zero_distance"},
     ("bug_num_hiddens_scale", "ps2_relative_pe"): ATTENTION,
     ("bug_skew_reversed", "ps2_relative_pe"): SKEW | {"causal_agree", "causal_skewed_parity"},
     ("import_error", "ps2_relative_pe"): INDEX | ATTENTION,

@@ -435,14 +435,19 @@ def _check_masked_zero(case, got):
 
 
 def _check_attention_parity(case, got):
+    """The output and the attention weights equal the reference's; only one of them when the case says
+    ``compare`` "output" or "weights" (the weights alone earn credit for logits and softmax done right
+    even when the values are combined wrongly afterwards)."""
     p, a = case["params"], case["arrays"]
-    what = case["what"]
+    what, compare = case["what"], case.get("compare", "both")
     output_shape, weights_shape = _attention_shapes(case)
-    out = got.floats("output", output_shape, f"{what}: output")
-    weights = got.floats("attention_weights", weights_shape, f"{what}: attention_weights")
     (out64, w64), (out32, w32) = _run_reference(p, a, a["queries"], a["keys"], a["values"], a.get("valid_lens"))
-    _close(out, out64, _tolerance(out32, out64), f"{what}: output")
-    _close(weights, w64, _tolerance(w32, w64), f"{what}: attention_weights")
+    if compare != "weights":
+        out = got.floats("output", output_shape, f"{what}: output")
+        _close(out, out64, _tolerance(out32, out64), f"{what}: output")
+    if compare != "output":
+        weights = got.floats("attention_weights", weights_shape, f"{what}: attention_weights")
+        _close(weights, w64, _tolerance(w32, w64), f"{what}: attention_weights")
 
 
 def _log_differences(weights, shift):
@@ -671,8 +676,8 @@ _KINDS = {
 
 # The checks of the hidden part of each test cell; the others mirror the cell's visible checks.
 _HIDDEN = {"pe_gradient", "pe_parity", "pe_dropout", "index_toeplitz", "index_saturation", "index_int64",
-           "attn_self_parity", "attn_cross_parity", "attn_zero_distance", "attn_shift", "attn_mask_rows",
-           "skew_gather", "skew_unchanged", "skew_float64", "causal_naive_parity", "causal_skewed_parity",
+           "attn_self_weights", "attn_self_parity", "attn_cross_parity", "attn_zero_distance", "attn_shift",
+           "attn_mask_rows", "skew_gather", "skew_unchanged", "skew_float64", "causal_naive_parity", "causal_skewed_parity",
            "causal_memory"}
 
 
@@ -719,9 +724,14 @@ SPECS = {
                                                           "rows sum to 1", 0.5, _check_weights_rows),
         _Spec("test_rel_attention", "attn_mask_batch", "with valid_lens of shape (batch,), keys beyond the valid "
                                                        "length get weight exactly 0", 0.5, _check_masked_zero),
-        _Spec("test_rel_attention", "attn_self_parity", "self-attention equals the reference with the same "
-                                                        "weights (4 heads, k = 3, length 9)", 1.5,
-              _check_attention_parity, (("what", "self-attention"),)),
+        _Spec("test_rel_attention", "attn_self_parity", "self-attention: the attention weights equal the "
+                                                        "reference's with the same parameters (4 heads, k = 3, "
+                                                        "length 9)", 0.5,
+              _check_attention_parity, (("what", "self-attention"), ("compare", "weights")),
+              key="attn_self_weights"),
+        _Spec("test_rel_attention", "attn_self_parity", "self-attention: the output equals the reference's with "
+                                                        "the same parameters (4 heads, k = 3, length 9)", 1,
+              _check_attention_parity, (("what", "self-attention"), ("compare", "output"))),
         _Spec("test_rel_attention", "attn_cross_parity", "cross-attention (5 queries, 11 keys, bias=True) with "
                                                          "valid_lens of shape (batch, q) equals the reference", 1.5,
               _check_attention_parity, (("what", "cross-attention"),)),
