@@ -78,11 +78,11 @@ class _Check:
         self._stack.close()
         notes = [f"{w.category.__name__}: {w.message}" for w in self._warnings]
         if exc_type is None:
-            self.owner._record(self.what, self.points, None, notes, self.kind)
+            self.owner.record(self.what, self.points, None, notes, self.kind)
             return False
         if not issubclass(exc_type, Exception):       # KeyboardInterrupt (a timeout), SystemExit: let go
             return False
-        self.owner._record(self.what, self.points, _explain(exc, tb), notes, self.kind)
+        self.owner.record(self.what, self.points, _explain(exc, tb), notes, self.kind)
         return True
 
 
@@ -110,7 +110,9 @@ class Checks:
             raise ValueError(f"kind: expected one of {self.KINDS}, got {kind!r}")
         return _Check(self, what, points, kind)
 
-    def _record(self, what, points, message, notes=(), kind="values"):
+    def record(self, what, points, message, notes=(), kind="values"):
+        """Record and print one check decided elsewhere (``message`` None: passed); the ``with`` blocks
+        and the hidden checks (``attnkit.solutions.hidden``) both end here."""
         self.results.append((what, points, message, kind))
         status = "ok  " if message is None else "FAIL"
         earned = points if message is None else 0.0

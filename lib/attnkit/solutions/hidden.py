@@ -72,7 +72,7 @@ def run(checks, grade_id, namespace):
         name = spec.name
         if spec.probe == _MEMORY_PROBE:
             name, passed, message = _memory_verdict(passed, message.removesuffix(f" {spec.hint}"), largest)
-        checks._record(name, spec.points, None if passed else message, kind=_KIND[spec.kind])
+        checks.record(name, spec.points, None if passed else message, kind=_KIND[spec.kind])
 
 
 def _memory_verdict(passed, message, largest):
