@@ -25,7 +25,7 @@ import torch
 
 from attnkit.checking import load_table, single_parameter, table_of
 
-__all__ = ["PROBES", "Probe"]
+__all__ = ["PROBES", "Probe", "run_here"]
 
 # No probe returns more than this many numbers per array; a larger result is an error, not data.
 MAX_ELEMENTS = 4_000_000
@@ -428,6 +428,36 @@ def _causal_memory(namespace, arrays, params):
 
 
 # ---------------------------------------------------------------------------------------------------
+
+def _plain_copy(value):
+    """A fresh copy of JSON-like params (dicts, lists, numbers, strings)."""
+    if isinstance(value, dict):
+        return {key: _plain_copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain_copy(item) for item in value]
+    return value
+
+
+def run_here(namespace, assignment, inputs, names=None):
+    """({probe: outputs}, {probe: "TypeName: message"}): the probes of ``assignment`` (only those in
+    ``names``, if given) run in this process, each on fresh copies of its inputs; one that raises is
+    recorded and the others still run.
+
+    For callers that run student code in their own process (plain nbgrader's kernel, the tests); the
+    sandbox's runner adds time limits, output caps and reaping around each probe instead.
+    """
+    outputs, errors = {}, {}
+    for probe in PROBES[assignment]:
+        if names is not None and probe.name not in names:
+            continue
+        entry = inputs[probe.name]
+        arrays = {key: np.array(value, copy=True) for key, value in entry["arrays"].items()}
+        try:
+            outputs[probe.name] = probe.run(namespace, arrays, _plain_copy(entry["params"]))
+        except Exception as exc:     # noqa: BLE001 - recorded for the judge, as the runner does
+            errors[probe.name] = f"{type(exc).__name__}: {exc}"
+    return outputs, errors
+
 
 def _probe(name, grade_id, function):
     return Probe(name, grade_id, function, (function.__doc__ or "").strip().splitlines()[0])

@@ -23,11 +23,10 @@ student's code creates instead of relying on the sandbox's cap to stop it.
 
 import contextlib
 import io
-import json
 import warnings
 
 from attnkit.checking import human_bytes, largest_allocation
-from attnkit.grading.probes import PROBES
+from attnkit.grading.probes import run_here
 from attnkit.solutions import judges, provenance
 
 __all__ = ["SEED", "attention", "causal", "index", "pe_forward", "pe_table", "run", "skew"]
@@ -52,20 +51,15 @@ def run(checks, grade_id, namespace):
             return
     inputs = judges.make_inputs(assignment, SEED, memory_length=KERNEL_MEMORY_LENGTH,
                                 memory_head_dim=KERNEL_MEMORY_HEAD_DIM)
-    outputs, errors, largest = {}, {}, None
-    for probe in PROBES[assignment]:
-        if probe.name not in {spec.probe for spec in specs}:
-            continue
-        entry = inputs[probe.name]
-        params = json.loads(json.dumps(entry["params"]))         # a fresh copy for each probe, as in the sandbox
-        try:
-            with _quiet():
-                if probe.name == _MEMORY_PROBE:
-                    outputs[probe.name], largest = largest_allocation(probe.run, namespace, entry["arrays"], params)
-                else:
-                    outputs[probe.name] = probe.run(namespace, entry["arrays"], params)
-        except Exception as exc:    # noqa: BLE001 - the judge turns it into the check's message
-            errors[probe.name] = f"{type(exc).__name__}: {exc}"
+    wanted = {spec.probe for spec in specs}
+    largest = None
+    with _quiet():
+        outputs, errors = run_here(namespace, assignment, inputs, wanted - {_MEMORY_PROBE})
+        if _MEMORY_PROBE in wanted:
+            (memory, memory_error), largest = largest_allocation(run_here, namespace, assignment, inputs,
+                                                                 {_MEMORY_PROBE})
+            outputs.update(memory)
+            errors.update(memory_error)
     for spec, passed, message in judges.decide(assignment, inputs, outputs, errors):
         if spec not in specs:
             continue
