@@ -125,6 +125,45 @@ def test_dot_product_attention_matches_float64_loops():
             torch.testing.assert_close(output[b, i].double(), expected, atol=1e-6, rtol=1e-6)
 
 
+def sdpa_before_torch_2_5(real_sdpa):
+    """F.scaled_dot_product_attention as torch < 2.5 behaved: NaN for a query whose keys are all masked."""
+    def sdpa(q, k, v, attn_mask=None, **kwargs):
+        output = real_sdpa(q, k, v, attn_mask=attn_mask, **kwargs)
+        if attn_mask is None:
+            return output
+        return output.masked_fill(~attn_mask.any(dim=-1, keepdim=True), float("nan"))
+    return sdpa
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+@pytest.mark.parametrize("old_torch", [False, True], ids=["this torch", "torch<2.5 sdpa"])
+def test_fully_masked_rows_are_zero_on_both_paths_whatever_sdpa_returns(monkeypatch, need_weights, old_torch):
+    if old_torch:
+        monkeypatch.setattr(F, "scaled_dot_product_attention", sdpa_before_torch_2_5(F.scaled_dot_product_attention))
+    torch.manual_seed(0)
+    model = MultiHeadAttention(8, 2).eval()
+    queries, keys = torch.randn(3, 4, 8), torch.randn(3, 5, 8)
+    lens = torch.tensor([[0, 2, 0, 5], [3, 3, 3, 3], [0, 0, 0, 0]])     # (batch, num_queries)
+    output = model(queries, keys, keys, lens, need_weights=need_weights)
+    empty = lens == 0
+    assert torch.equal(output[empty], torch.zeros(int(empty.sum()), 8)), "a query with no key must output zeros"
+    reference = MultiHeadAttention(8, 2).eval()
+    reference.load_state_dict(model.state_dict())
+    expected = reference(queries, keys, keys, lens.clamp(min=1), need_weights=True)
+    torch.testing.assert_close(output[~empty], expected[~empty], **TOL)
+    causal_lens = torch.tensor([0, 4, 1])                          # with causal: row 0 of batch 0 still sees nothing
+    output = model(queries, queries, queries, causal_lens, causal=True, need_weights=need_weights)
+    assert torch.isfinite(output).all() and torch.equal(output[0], torch.zeros(4, 8))
+
+
+def test_the_old_sdpa_emulation_really_returns_nan():
+    """Guard for the test above: the emulated torch < 2.5 kernel does produce NaN on an empty row."""
+    mask = torch.tensor([[[False, False], [True, False]]])
+    output = sdpa_before_torch_2_5(F.scaled_dot_product_attention)(
+        torch.randn(1, 2, 3), torch.randn(1, 2, 3), torch.randn(1, 2, 3), attn_mask=mask)
+    assert torch.isnan(output[0, 0]).all() and torch.isfinite(output[0, 1]).all()
+
+
 def test_fully_masked_row_gives_zero_weights_zero_output_and_finite_gradients():
     scores = torch.randn(2, 3, 4, requires_grad=True)
     weights = masked_softmax(scores, torch.tensor([0, 2]))

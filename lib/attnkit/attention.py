@@ -143,4 +143,9 @@ class MultiHeadAttention(nn.Module):
             mask = mask.unsqueeze(1)                                   # (1 or batch, 1, q, k): same for every head
         p = self.attention.dropout.p if self.training else 0.0
         output = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (batch, heads, q, d)
+        if mask is not None:
+            # A query with no visible key: torch >= 2.5 returns zeros there, older releases NaN. Zero those
+            # rows here, as masked_softmax does on the other path, so the result never depends on the version.
+            no_key = ~mask.any(dim=-1, keepdim=True)                   # (1 or batch, 1, q, 1)
+            output = output.masked_fill(no_key, 0.0)                   # (batch, heads, q, d)
         return output.flatten(0, 1)                                    # (batch * num_heads, q, head_dim)
