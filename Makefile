@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup sandbox-tools demo test test-fast lab benchmark clean
+.PHONY: setup sandbox-tools demo test test-lectures test-lectures-all test-fast lab benchmark clean
 
 setup: $(STAMP) sandbox-tools
 
@@ -24,13 +24,23 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[notebooks,test]"
 	touch $@
 
-# Library tests, notebook validation (nbval, strict) and the grading pipeline.
+# Library tests, notebook validation (nbval, strict) and the grading pipeline; then the lectures again
+# under other CPU kernels and thread counts (their outputs must not depend on them).
 test: $(STAMP) sandbox-tools
-	$(PY) -m pytest -n 2 --dist loadfile --nbval --nbval-current-env tests course
+	$(PY) -m pytest -n 2 --dist loadfile -m "not kernels" --nbval --nbval-current-env tests course
+	$(MAKE) --no-print-directory test-lectures
+
+# nbval over the lectures with the kernels forced to SSE4.2 + 1 thread and to AVX2 + 2 threads, in parallel.
+test-lectures: $(STAMP)
+	$(PY) -m pytest -n 2 -m kernels tests/test_lectures_on_other_kernels.py
+
+# The same with every kernel variable alone as well (ATen default/avx2, MKL AVX2/SSE4_2, 1/2 threads).
+test-lectures-all: $(STAMP)
+	LECTURE_KERNELS=all $(PY) -m pytest -n 2 -m kernels tests/test_lectures_on_other_kernels.py
 
 # Library tests only: the quick loop while editing lib/.
 test-fast: $(STAMP)
-	$(PY) -m pytest -n 2 tests -m "not slow"
+	$(PY) -m pytest -n 2 tests -m "not slow and not kernels"
 
 # The example class through the sandboxed grader: submitted/, autograded/ (for the formgrader), gradebook.db,
 # grades/. A second run takes every verdict from the journal.
