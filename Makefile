@@ -10,18 +10,19 @@ STAMP  := $(VENV)/.installed
 
 setup: $(STAMP) sandbox-tools
 
-# The grader runs every submission under bubblewrap (Debian/Ubuntu package `bubblewrap`). As root, install
-# it if missing (CI starts from a bare machine); otherwise say what is missing and carry on.
+# The grader runs every submission under bubblewrap (Debian/Ubuntu package `bubblewrap`), with a system-call
+# filter built by libseccomp (`libseccomp2`, present wherever apt is). As root, install what is missing (CI
+# starts from a bare machine); otherwise say what is missing and carry on.
 sandbox-tools:
-	@command -v bwrap >/dev/null || { \
+	@{ command -v bwrap >/dev/null && ldconfig -p | grep -q libseccomp.so.2; } || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
-	    { apt-get update -qq && apt-get install -y -qq bubblewrap; }; \
-	  else echo "warning: bwrap not found: sandboxed grading needs it (apt-get install bubblewrap)"; fi; }
+	    apt-get install -y -qq bubblewrap libseccomp2 >/dev/null 2>&1 || \
+	    { apt-get update -qq && apt-get install -y -qq bubblewrap libseccomp2; }; \
+	  else echo "warning: bwrap or libseccomp2 not found: sandboxed grading needs them (apt-get install bubblewrap libseccomp2)"; fi; }
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml lib/grader/pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[notebooks,test]"
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[notebooks,test]" -e lib/grader
 	touch $@
 
 # Library tests, notebook validation (nbval, strict) and the grading pipeline; then the lectures again
@@ -45,7 +46,7 @@ test-fast: $(STAMP)
 # The example class through the sandboxed grader: submitted/, autograded/ (for the formgrader), gradebook.db,
 # grades/. A second run takes every verdict from the journal.
 demo: $(STAMP) sandbox-tools
-	$(PY) -m attnkit.grading demo
+	$(PY) -m attnkit_grader demo
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab course

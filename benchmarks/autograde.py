@@ -5,7 +5,7 @@ Usage: .venv/bin/python benchmarks/autograde.py      (or: make benchmark-grading
 Each variant runs in its own temporary copy of the course (nbgrader_config.py, source/, release/) with
 the example class as submissions, so the repository is never written and no run warms another's files:
 
-  pipeline      attnkit.grading.grade with --grader nbgrader: pre-check, autograde in this process,
+  pipeline      attnkit_grader.grade with --grader nbgrader: pre-check, autograde in this process,
                 feedback, reports (benchmarks/grading.py times the sandboxed grader)
   per-student   plain `nbgrader autograde ASSIGNMENT --student S --force`, one command per submission
   batch         plain `nbgrader autograde ASSIGNMENT --force`, one command per assignment
@@ -21,9 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from attnkit.grading import Course, grade
-from attnkit.grading.course import use_venv_tools
-from attnkit.grading.pipeline import EXAMPLE_CLASS, class_list, read_roster
+from attnkit_grader import Course, grade
+from attnkit_grader.course import use_venv_tools
+from attnkit_grader.pipeline import EXAMPLE_CLASS, class_list, read_roster
 
 ROOT = Path(__file__).resolve().parents[1]
 NBGRADER = [sys.executable, "-m", "nbgrader"]

@@ -10,7 +10,7 @@ script, each variant in its own temporary copy of the course (nbgrader_config.py
   nbgrader   plain `nbgrader autograde ASSIGNMENT --force`, one command per assignment, after the
              instructor's usual setup (generate_assignment, db student import, copies in submitted/),
              which is not timed: only the autograde commands are
-  kit        `attnkit grade` (attnkit.grading.grade) with the default pool: release sync, pre-check,
+  kit        `attnkit grade` (attnkit_grader.grade) with the default pool: release sync, pre-check,
              sandboxed runs, judging, gradebook, feedback pages and reports, all timed
   kit, 1 worker   the same with --workers 1 (only with --one-worker)
 
@@ -37,10 +37,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from attnkit.grading import Course, grade, sandbox
-from attnkit.grading.course import use_venv_tools
-from attnkit.grading.pipeline import EXAMPLE_CLASS, read_roster
-from attnkit.grading.reports import read_scores
+from attnkit_grader import Course, grade
+from attnkit_grader.isolation import notebook_run as sandbox
+from attnkit_grader.course import use_venv_tools
+from attnkit_grader.pipeline import EXAMPLE_CLASS, read_roster
+from attnkit_grader.reports import read_scores
 
 ROOT = Path(__file__).resolve().parents[1]
 NBGRADER = [sys.executable, "-m", "nbgrader"]

@@ -5,7 +5,7 @@ Usage: .venv/bin/python benchmarks/sandbox_startup.py [REPEATS]      (default 5)
 Each variant runs a one-cell notebook, ``import torch``, from nothing to a finished run:
 
   python     ``python -c "import torch"``: the floor (interpreter start + torch import)
-  sandbox    attnkit.grading.sandbox.run_notebook: bwrap + interpreter + runner + torch, report written
+  sandbox    attnkit_grader.isolation.notebook_run.run_notebook: bwrap + interpreter + runner + torch, report written
   jupyter    nbclient: start an ipykernel, execute the cell, shut the kernel down (what nbgrader does per
              notebook, before any of its own pre- and post-processing)
 
@@ -25,7 +25,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from attnkit.grading import sandbox
+from attnkit_grader.isolation import bwrap as sandbox
+from attnkit_grader.isolation import notebook_run, staging
 
 CELL = "import torch"
 
@@ -46,7 +47,7 @@ def time_python():
 
 def time_sandbox(box, notebook, scratch):
     start = time.perf_counter()
-    run = sandbox.run_notebook(box, notebook, scratch)
+    run = notebook_run.run_notebook(box, notebook, scratch)
     seconds = time.perf_counter() - start
     if run.reason or [c["status"] for c in run.report["cells"]] != ["ok"]:
         raise RuntimeError(f"sandboxed run failed: {run.reason} {json.dumps(run.report)[:300]}")
@@ -65,7 +66,7 @@ def main(repeats=5):
     sandbox.check_available()
     with tempfile.TemporaryDirectory(prefix="attnkit-startup-") as folder:
         folder = Path(folder)
-        box = sandbox.Sandbox(sandbox.stage_public_package(folder / "public"))
+        box = sandbox.Sandbox(staging.stage_packages(folder / "public"))
         notebook = one_cell_notebook(folder)
         times = {"python": [], "sandbox": [], "jupyter": []}
         for round_ in range(repeats + 1):        # round 0 warms the page cache and is not counted

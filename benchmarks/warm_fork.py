@@ -6,7 +6,7 @@ Decision support for the grader's 3x stretch (issue 5), not a grader: every sand
 and imports torch before the notebook's first cell. This script runs the sandbox's runner on example-class
 notebooks twice each, WITHOUT any sandbox, with the same probe inputs:
 
-  fresh   `python -m attnkit.grading.runner SCRATCH --assignment A`, a new interpreter, as each sandbox
+  fresh   `python -m attnkit_sandbox.runner SCRATCH --assignment A`, a new interpreter, as each sandbox
           does today
   forked  runner.main() in a child forked from this process, which imported torch, numpy, attnkit and
           the runner beforehand (what a warm worker would do once)
@@ -28,8 +28,10 @@ import numpy  # noqa: F401 - imported once here, as a warm worker would
 import torch  # noqa: F401
 
 import attnkit.checking  # noqa: F401
-from attnkit.grading import exchange, probes, runner  # noqa: F401
-from attnkit.solutions import judges
+import attnkit_assignments.ps1_learnable_pe.probes  # noqa: F401
+import attnkit_assignments.ps2_relative_pe.probes  # noqa: F401
+from attnkit_grader.judging import registry
+from attnkit_sandbox import channel, probing, runner  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 CLASS = ROOT / "tests" / "fixtures" / "example_class"
@@ -42,13 +44,13 @@ def prepared(student, assignment, root):
     folder = root / f"{student}-{assignment}"
     folder.mkdir(parents=True)
     shutil.copy(CLASS / student / assignment / f"{assignment}.ipynb", folder / runner.NOTEBOOK)
-    exchange.write_inputs(folder, judges.make_inputs(assignment, 7))
+    channel.write_inputs(folder, registry.make_inputs(assignment, 7))
     return folder
 
 
 def fresh(folder, assignment):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run([sys.executable, "-m", "attnkit.grading.runner", str(folder), "--assignment", assignment],
+    subprocess.run([sys.executable, "-m", "attnkit_sandbox.runner", str(folder), "--assignment", assignment],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime

@@ -30,7 +30,7 @@ def copy_course(root):
 @pytest.fixture(scope="session")
 def sandboxes():
     """Sandboxed grading needs bubblewrap: skip without it, but fail in CI, where make test installs it."""
-    from attnkit.grading import sandbox
+    from attnkit_grader.isolation import bwrap as sandbox
 
     reason = sandbox.unavailable_reason()
     if reason:

@@ -23,7 +23,7 @@ ASSIGNMENTS = sorted(p.name for p in (ROOT / "source").iterdir() if p.is_dir())
 SOURCE = [ROOT / "source" / a / f"{a}.ipynb" for a in ASSIGNMENTS]
 RELEASE = [ROOT / "release" / a / f"{a}.ipynb" for a in ASSIGNMENTS]
 REGION = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS)\n(.*?)### END \1", re.S)
-SECRETS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "attnkit.solutions",
+SECRETS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "attnkit.solutions", "attnkit_assignments",
            "hidden_checks", "Model answer", "Grading (")
 
 

@@ -1,5 +1,6 @@
 """The kit's dependency lists agree, torch is pinned for setup, and student installs carry no solutions."""
 
+import ast
 import re
 import shutil
 import subprocess
@@ -77,10 +78,9 @@ def test_ci_runs_the_readme_test_command():
 
 
 @pytest.mark.slow
-def test_student_wheel_has_no_reference_solutions(tmp_path):
-    """Build the wheel environment.yml installs and prove attnkit.solutions is not in it."""
-    if not (ROOT / "lib" / "attnkit" / "solutions").is_dir():
-        pytest.fail("lib/attnkit/solutions is missing: the grading environment needs it")
+def test_student_wheel_holds_the_student_package_only(tmp_path):
+    """`pip wheel . --no-deps`, as environment.yml installs it: the student package and its metadata, no
+    solution, no judge, no grader or sandbox module, no console script."""
     project = tmp_path / "project"
     project.mkdir()
     for name in ("pyproject.toml", "README.md"):
@@ -89,10 +89,21 @@ def test_student_wheel_has_no_reference_solutions(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
                     "--wheel-dir", str(tmp_path / "dist"), str(project)], check=True)
     (wheel,) = (tmp_path / "dist").glob("attention_kit-*.whl")
-    names = zipfile.ZipFile(wheel).namelist()
-    assert any(n.startswith("attnkit/attention.py") for n in names), names
-    leaked = [n for n in names if n.startswith("attnkit/solutions")]
-    assert not leaked, f"reference solutions leaked into the student wheel: {leaked}"
+    archive = zipfile.ZipFile(wheel)
+    names = archive.namelist()
+    assert {"attnkit/__init__.py", "attnkit/attention.py", "attnkit/checking.py"} <= set(names), names
+    packages = {name.split("/")[0] for name in names}
+    assert packages == {"attnkit", wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info"}, packages
+    imported = set()
+    for name in (n for n in names if n.endswith(".py")):
+        for node in ast.walk(ast.parse(archive.read(name))):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                imported.add(node.module.split(".")[0])
+    assert not imported & {"attnkit_grader", "attnkit_assignments", "attnkit_sandbox", "nbgrader"}, imported
+    entry_points = [name for name in names if name.endswith("entry_points.txt")]
+    assert not entry_points or "console_scripts" not in archive.read(entry_points[0]).decode()
 
 
 def test_importing_the_kit_and_measuring_memory_load_no_heavy_extras():

@@ -1,4 +1,4 @@
-"""The grading pipeline (attnkit.grading): pre-check, reasons, release drift, and the example class graded.
+"""The grading pipeline (attnkit_grader): pre-check, reasons, release drift, and the example class graded.
 
 Fast tests build tiny notebooks by hand and never start nbgrader. The slow ones grade the bundled example
 class in a temporary copy of the course (the repository is never written) with the default, sandboxed
@@ -22,11 +22,11 @@ import pytest
 from conftest import copy_course
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from attnkit.grading import Course, Job, Outcome, check_submission, demo, grade, release
-from attnkit.grading.autograder import Autograder, execution_issues, nbgrader_failure
-from attnkit.grading.cli import main
-from attnkit.grading.pipeline import read_roster
-from attnkit.grading.releases import compare_trees, drift
+from attnkit_grader import Course, Job, Outcome, check_submission, demo, grade, release
+from attnkit_grader.autograders.base import Autograder, execution_issues, nbgrader_failure
+from attnkit_grader.cli import main
+from attnkit_grader.pipeline import read_roster
+from attnkit_grader.releases import compare_trees, drift
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "tests" / "fixtures" / "example_class"
@@ -153,13 +153,13 @@ def test_precheck_remarks_on_untouched_answers_and_on_the_reference_solutions(tm
     assert reasons(check_submission(untouched, released)) == [
         ("toy.ipynb: no answer changed since the release (nothing attempted?)", False)]
     notebook = toy_notebook()
-    notebook.cells[2].source = "from attnkit.solutions import square"
-    notebook.cells.append(new_code_cell("import importlib\nimportlib.import_module('attnkit.solutions')"))
+    notebook.cells[2].source = "from attnkit_assignments.toy.reference import square"
+    notebook.cells.append(new_code_cell("import importlib\nimportlib.import_module('attnkit_assignments.toy')"))
     copier = tmp_path / "hal" / "toy"
     write_notebook(copier, "toy.ipynb", notebook)
     assert reasons(check_submission(copier, released)) == [
-        ("toy.ipynb: cell 'square' uses the reference solutions (attnkit.solutions)", False),
-        ("toy.ipynb: cell 5 uses the reference solutions (attnkit.solutions)", False)]
+        ("toy.ipynb: cell 'square' uses the reference solutions (attnkit_assignments)", False),
+        ("toy.ipynb: cell 5 uses the reference solutions (attnkit_assignments)", False)]
 
 
 def test_precheck_needs_a_released_notebook(tmp_path):
@@ -172,7 +172,7 @@ def test_hand_ins_are_collected_into_submitted_and_odd_ones_rejected_uncopied(tm
     or a named pipe is rejected and not copied; the hand-in folder itself is never written."""
     import os
 
-    from attnkit.grading.pipeline import place
+    from attnkit_grader.pipeline import place
 
     (tmp_path / "nbgrader_config.py").write_text("c = get_config()\n")
     course, handed_in = Course(tmp_path), tmp_path / "handed_in"
@@ -306,8 +306,8 @@ def tampered_submission():
 def test_the_autograded_copy_keeps_what_the_formgrader_needs_and_shows_text_only(tmp_path):
     """What the sandboxed grader writes into autograded/: release cells and metadata, text streams only
     (escape sequences gone, capped), verdict lines under test cells, inert student markdown."""
-    from attnkit.grading import autograded
-    from attnkit.grading.sandboxed import Release, plain_cells
+    from attnkit_grader import autograded_notebook as autograded
+    from attnkit_grader.autograders.sandboxed import Release, plain_cells
 
     release = Release.read(Course(ROOT), PS1)
     submission = tampered_submission()
@@ -369,7 +369,7 @@ def test_the_autograded_copy_keeps_what_the_formgrader_needs_and_shows_text_only
 
 
 def test_inert_markdown_shows_html_as_text():
-    from attnkit.grading.autograded import inert_markdown
+    from attnkit_grader.autograded_notebook import inert_markdown
 
     assert inert_markdown("a < b & c") == "a &lt; b &amp; c"
     assert inert_markdown("[x](javascript:go()) VBScript :") == "[x](javascript\u200b:go()) VBScript \u200b:"
@@ -614,7 +614,7 @@ def test_nbgrader_formgrader_and_feedback_work_on_the_sandboxed_copies(graded, e
     """nbgrader's own machinery on the sandboxed grader's autograded/ copies: the formgrader lists every
     graded submission as autograded with the gradebook's scores and renders the written answers;
     generate_feedback shows them with each cell's score. No copy holds hidden tests or rich outputs."""
-    from attnkit.grading.sandboxed import Release
+    from attnkit_grader.autograders.sandboxed import Release
 
     run, _, _ = graded
     course = Course(example_course)

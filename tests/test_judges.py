@@ -1,7 +1,7 @@
-"""Trusted verdicts: the probes (attnkit.grading.probes) on the example class, judged by attnkit.solutions.judges.
+"""Trusted verdicts: the assignments' probes on the example class, judged by attnkit_grader.judging.
 
 The probes run here in the test process, on namespaces built by executing the setup and answer cells
-of each fixture notebook (never its test cells), with attnkit.solutions unimportable while student
+of each fixture notebook (never its test cells), with the trusted code unimportable while student
 code runs, as in the sandbox. The judge then decides every check from the returned arrays alone.
 The memory probe runs at a small length here; the slow test runs it at full size under the same
 address-space cap as the sandbox, in a subprocess.
@@ -23,10 +23,14 @@ import numpy as np
 import pytest
 import torch
 
-import attnkit
-from attnkit.grading import probes as probes_module
-from attnkit.grading.probes import PROBES
-from attnkit.solutions import judges
+import attnkit_assignments
+from attnkit_grader.judging import engine as judges
+from attnkit_grader.judging import registry
+from attnkit_sandbox import probing as probes_module
+from attnkit_sandbox.probing import probes_of
+
+ASSIGNMENTS = registry.assignments()
+TRUSTED = ("reference", "checks", "inputs", "hidden")
 
 REPO = Path(__file__).resolve().parents[1]
 CLASS = REPO / "tests" / "fixtures" / "example_class"
@@ -40,10 +44,10 @@ SUBMISSIONS = [(student, assignment) for student, per in sorted(EXPECTED.items()
 # Checks that arrays with the right structure satisfy without computing the exercise's function:
 # shapes, dtypes, parameter count and trainability, row sums, an input left alone. They are worth
 # the same in the notebooks' visible checks, where trivial code earns them too (see test_forger_...).
-STRUCTURAL = {assignment: {check["id"] for check in judges.describe(assignment) if check["kind"] == "structure"}
-              for assignment in judges.ASSIGNMENTS}
+STRUCTURAL = {assignment: {check["id"] for check in registry.describe(assignment) if check["kind"] == "structure"}
+              for assignment in ASSIGNMENTS}
 
-# The checks each known bug must fail, and no others (ids from judges.check_ids).
+# The checks each known bug must fail, and no others (ids from registry.check_ids).
 ALL_PS1 = {"pe_parameters", "pe_trainable", "pe_gradient", "pe_shape", "pe_known_table", "pe_too_long",
            "pe_parity", "pe_dropout"}
 INDEX = {"index_dtype", "index_example", "index_toeplitz", "index_saturation", "index_int64"}
@@ -88,21 +92,29 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
+def is_trusted(name):
+    """The grader and the trusted part of every assignment folder: never importable in the sandbox."""
+    parts = name.split(".")
+    return parts[0] == "attnkit_grader" or (parts[0] == "attnkit_assignments" and len(parts) > 2
+                                            and parts[2] in TRUSTED)
+
+
 class _NoSolutions:
-    """Meta-path finder that makes attnkit.solutions unimportable, as it is in the sandbox."""
+    """Meta-path finder that makes the trusted code unimportable, as it is in the sandbox."""
 
     def find_spec(self, name, path=None, target=None):
-        if name == "attnkit.solutions" or name.startswith("attnkit.solutions."):
+        if is_trusted(name):
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
         return None
 
 
 @contextlib.contextmanager
 def without_solutions():
-    """While student code runs: no attnkit.solutions; torch's global settings put back afterwards."""
-    hidden = {name: sys.modules.pop(name) for name in list(sys.modules)
-              if name == "attnkit.solutions" or name.startswith("attnkit.solutions.")}
-    attribute = attnkit.__dict__.pop("solutions", None)
+    """While student code runs: no trusted code; torch's global settings put back afterwards."""
+    hidden = {name: sys.modules.pop(name) for name in list(sys.modules) if is_trusted(name)}
+    attributes = {(name, child): vars(sys.modules[name]).pop(child) for name, child in
+                  (module.rpartition(".")[::2] for module in hidden)
+                  if name in sys.modules and child in vars(sys.modules[name])}
     finder = _NoSolutions()
     sys.meta_path.insert(0, finder)
     threads, grad, dtype = torch.get_num_threads(), torch.is_grad_enabled(), torch.get_default_dtype()
@@ -111,8 +123,8 @@ def without_solutions():
     finally:
         sys.meta_path.remove(finder)
         sys.modules.update(hidden)
-        if attribute is not None:
-            attnkit.solutions = attribute
+        for (name, child), value in attributes.items():
+            setattr(sys.modules[name], child, value)
         torch.set_num_threads(threads)
         torch.set_grad_enabled(grad)
         torch.set_default_dtype(dtype)
@@ -155,7 +167,7 @@ def run_probes(namespace, assignment, inputs):
 
 
 def inputs_for(assignment, seed):
-    return judges.make_inputs(assignment, seed, memory_length=SMALL)
+    return registry.make_inputs(assignment, seed, memory_length=SMALL)
 
 
 @lru_cache(maxsize=None)
@@ -168,7 +180,7 @@ def graded(student, assignment, seed):
 
 def by_id(assignment, verdicts):
     """{check id: Check}."""
-    ids = judges.check_ids(assignment)
+    ids = registry.check_ids(assignment)
     return {check_id: check for grade_id, checks in verdicts.items()
             for check_id, check in zip(ids[grade_id], checks, strict=True)}
 
@@ -191,19 +203,19 @@ def notebook_points(assignment):
             if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")}
 
 
-@pytest.mark.parametrize("assignment", judges.ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_checks_carry_the_points_of_the_notebook_cells(assignment):
-    assert judges.max_points(assignment) == notebook_points(assignment)
-    ids = [check_id for cell in judges.check_ids(assignment).values() for check_id in cell]
+    assert registry.max_points(assignment) == notebook_points(assignment)
+    ids = [check_id for cell in registry.check_ids(assignment).values() for check_id in cell]
     assert len(ids) == len(set(ids))
-    kinds = {check["id"]: check["kind"] for check in judges.describe(assignment)}
-    assert set(kinds) == set(ids) and set(kinds.values()) <= {"reference", "property", "structure"}
+    kinds = {check["id"]: check["kind"] for check in registry.describe(assignment)}
+    assert set(kinds) == set(ids) and set(kinds.values()) <= {"values", "property", "structure"}
 
 
-@pytest.mark.parametrize("assignment", judges.ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_checks_not_hidden_carry_the_points_of_the_visible_checks(assignment):
-    """The judge's visible checks stand for the student's visible checks: same points per cell, so the
-    hidden part of a cell (attnkit.solutions.hidden, the judge's hidden checks) completes it exactly."""
+    """The registry's visible checks are the student's visible checks, one for one and in order: the same
+    points and kind, so the hidden part of a cell (the registry's hidden checks) completes it exactly."""
     notebook = nbformat.read(REPO / "release" / assignment / f"{assignment}.ipynb", as_version=4)
     visible = {}
     for cell in notebook.cells:
@@ -211,36 +223,48 @@ def test_checks_not_hidden_carry_the_points_of_the_visible_checks(assignment):
         if cell.cell_type == "code" and cell.metadata["nbgrader"].get("grade"):
             calls = [item.context_expr for node in ast.walk(ast.parse(cell.source)) if isinstance(node, ast.With)
                      for item in node.items]
-            visible[grade_id] = sum(float(call.args[1].value) for call in calls
-                                    if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "checks")
-    judged = {}
-    for check in judges.describe(assignment):
-        judged[check["grade_id"]] = judged.get(check["grade_id"], 0.0) + (0.0 if check["hidden"] else check["points"])
+            visible[grade_id] = [(float(call.args[1].value), _kind_of(call)) for call in calls
+                                 if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "checks"]
+    judged = {grade_id: [] for grade_id in visible}
+    for check in registry.describe(assignment):
+        if not check["hidden"]:
+            judged[check["grade_id"]].append((check["points"], check["kind"]))
     assert judged == visible
 
 
-@pytest.mark.parametrize("assignment", judges.ASSIGNMENTS)
+def _kind_of(call):
+    """The ``kind=`` of a ``checks(what, points, kind=...)`` call in a notebook ("values" by default)."""
+    return next((keyword.value.value for keyword in call.keywords if keyword.arg == "kind"), "values")
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_every_probe_feeds_checks_of_its_own_cell(assignment):
-    probe_cells = {probe.name: probe.grade_id for probe in PROBES[assignment]}
-    spec_cells = {spec.probe: spec.grade_id for spec in judges.SPECS[assignment]}
+    probe_cells = {probe.name: probe.grade_id for probe in probes_of(assignment)}
+    spec_cells = {spec.probe: spec.grade_id for spec in registry.specs(assignment)}
     assert probe_cells == spec_cells
     assert all(re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}", name) for name in probe_cells)
     assert set(inputs_for(assignment, 0)) == set(probe_cells)
     if assignment == "ps2_relative_pe":      # the one probe that may run out of memory runs last
-        assert PROBES[assignment][-1].name == "causal_memory"
+        assert probes_of(assignment)[-1].name == "causal_memory"
 
 
-def test_probes_module_holds_no_reference_code():
-    tree = ast.parse(Path(probes_module.__file__).read_text())
-    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-    imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert imported == {"dataclasses", "typing", "numpy", "torch", "attnkit.checking"}
-    assert not [node for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr == "solutions"]
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_probes_hold_no_reference_code(assignment):
+    """What the sandbox imports never imports the grader or an assignment's trusted part (they are not
+    staged, so it could not; this keeps the probes readable as documentation of the API)."""
+    paths = [Path(probes_module.__file__), Path(next(iter(attnkit_assignments.__path__))) / assignment / "probes" /
+             "__init__.py"]
+    for path in paths:
+        tree = ast.parse(path.read_text())
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        assert imported <= {"dataclasses", "typing", "importlib", "re", "numpy", "torch", "attnkit.checking",
+                            "attnkit_sandbox.probing"}, (path, imported)
 
 
-@pytest.mark.parametrize("assignment", judges.ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_inputs_are_reproducible_fresh_and_plain(assignment):
-    first, again, other = (judges.make_inputs(assignment, seed) for seed in (11, 11, 12))
+    first, again, other = (registry.make_inputs(assignment, seed) for seed in (11, 11, 12))
     for probe, entry in first.items():
         assert set(entry) == {"arrays", "params"}
         assert json.loads(json.dumps(entry["params"])) == entry["params"]
@@ -255,7 +279,8 @@ def test_inputs_are_reproducible_fresh_and_plain(assignment):
                        for key, value in entry["arrays"].items()), probe
     if assignment == "ps2_relative_pe":
         memory = first["causal_memory"]["params"]
-        assert (memory["length"], memory["head_dim"]) == (judges.MEMORY_LENGTH, judges.MEMORY_HEAD_DIM)
+        from attnkit_assignments.ps2_relative_pe.inputs import MEMORY_HEAD_DIM, MEMORY_LENGTH
+        assert (memory["length"], memory["head_dim"]) == (MEMORY_LENGTH, MEMORY_HEAD_DIM)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -309,17 +334,17 @@ def test_judged_scores_equal_expected_scores_for_many_seeds():
         assert not mismatches, (seed, mismatches)
 
 
-@pytest.mark.parametrize("assignment", judges.ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_a_notebook_that_never_got_there_scores_zero(assignment):
     inputs = inputs_for(assignment, 0)
     for outputs, errors in (({}, {}), ({}, {"*": "outputs.npz is not a zip file"}), (None, None)):
         verdicts = judges.judge(assignment, inputs, outputs, errors)
         assert total(verdicts) == 0
-        assert set(verdicts) == set(judges.max_points(assignment))
+        assert set(verdicts) == set(registry.max_points(assignment))
     message = judges.judge(assignment, inputs, {}, {"*": "outputs.npz is not a zip file"})
     assert all("could not be used" in c.message for checks in message.values() for c in checks)
     not_run = judges.judge(assignment, inputs, {}, {probe.name: "not run: not valid JSON (line 3)"
-                                                    for probe in PROBES[assignment]})
+                                                    for probe in probes_of(assignment)})
     assert all(c.message.startswith("this check did not run: not valid JSON (line 3)")
                for checks in not_run.values() for c in checks)
 
@@ -482,7 +507,7 @@ MALFORMED = {
 
 @pytest.mark.parametrize("kind", sorted(MALFORMED))
 def test_malformed_outputs_fail_their_checks_and_never_raise(kind):
-    for assignment in judges.ASSIGNMENTS:
+    for assignment in ASSIGNMENTS:
         inputs, outputs, _, _ = graded("ref_solution", assignment, 0)
         start = time.perf_counter()
         verdicts = judges.judge(assignment, inputs, _replace_every_array(outputs, MALFORMED[kind]), {})
@@ -509,7 +534,7 @@ def test_odd_containers_never_raise():
 
 def test_garbage_of_every_shape_and_dtype_never_raises():
     rng = np.random.default_rng(0)
-    for assignment in judges.ASSIGNMENTS:
+    for assignment in ASSIGNMENTS:
         inputs = inputs_for(assignment, 0)
         reference = graded("ref_solution", assignment, 0)[1]
         for _ in range(20):
@@ -534,7 +559,7 @@ AGAINST_REFERENCE = {
 
 
 def test_answers_precomputed_for_other_inputs_fail_every_comparison_with_the_reference():
-    for assignment in judges.ASSIGNMENTS:
+    for assignment in ASSIGNMENTS:
         _, outputs, errors, _ = graded("ref_solution", assignment, 1)
         verdicts = judges.judge(assignment, inputs_for(assignment, 2), outputs, errors)
         assert not passed_ids(assignment, verdicts) & AGAINST_REFERENCE[assignment]
@@ -593,7 +618,7 @@ def forged_outputs(assignment, inputs):
     return forged
 
 
-@pytest.mark.parametrize("assignment", judges.ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_forger_in_full_control_of_the_sandbox_earns_nothing_from_structure(assignment):
     """Arrays of the right structure (zeros, echoes, uniform weights, any flag) pass the structure checks,
     which then count for nothing, since no check of the values in the same cell passes."""
@@ -609,7 +634,7 @@ def test_forger_in_full_control_of_the_sandbox_earns_nothing_from_structure(assi
 
 def test_structure_counts_beside_a_passing_check_of_the_values():
     """The reference solution keeps every structural point; a bug that fails only the values loses them."""
-    for assignment in judges.ASSIGNMENTS:
+    for assignment in ASSIGNMENTS:
         verdicts = graded("ref_solution", assignment, 0)[3]
         assert all(check.passed for cells in verdicts.values() for check in cells)
     skew = by_id("ps2_relative_pe", graded("bug_skew_reversed", "ps2_relative_pe", 0)[3])
@@ -635,10 +660,10 @@ cap = int(sys.argv[1])
 resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 import torch
 torch.set_num_threads(1)
-from attnkit.grading.probes import PROBES
+from attnkit_sandbox.probing import probes_of
 namespace = {"__name__": "__main__"}
 exec(open(sys.argv[2]).read(), namespace)
-probe = next(p for p in PROBES["ps2_relative_pe"] if p.name == "causal_memory")
+probe = next(p for p in probes_of("ps2_relative_pe") if p.name == "causal_memory")
 with np.load(sys.argv[3]) as data:
     arrays = {key: data[key] for key in data.files}
 try:
@@ -648,7 +673,7 @@ except Exception as exc:
     print(f"{type(exc).__name__}: {exc}")
 '''
 
-MEMORY_CAP = 3 * 2**30          # the sandbox's default RLIMIT_AS (attnkit.grading.sandbox.Limits.memory)
+MEMORY_CAP = 3 * 2**30          # the sandbox's default RLIMIT_AS (attnkit_grader.isolation.limits.Limits.memory)
 
 
 def _memory_run(tmp_path, sources, inputs):
@@ -667,7 +692,7 @@ def _memory_run(tmp_path, sources, inputs):
 
 @pytest.mark.slow
 def test_memory_probe_separates_skewed_from_naive_under_the_sandbox_cap(tmp_path):
-    inputs = judges.make_inputs("ps2_relative_pe", 9)
+    inputs = registry.make_inputs("ps2_relative_pe", 9)
     answers = answer_cells("ref_solution", "ps2_relative_pe")
     outputs, errors = _memory_run(tmp_path, answers, inputs)
     checks = by_id("ps2_relative_pe", judges.judge("ps2_relative_pe", inputs, outputs, errors))
@@ -701,6 +726,7 @@ def test_judge_leaves_its_inputs_alone():
 
 def test_the_public_probes_load_without_nbgrader():
     """The sandbox and in-process users of the probes never pay for nbgrader's import (seconds)."""
-    code = "import sys, attnkit.grading.probes, attnkit.grading.runner; print('nbgrader' in sys.modules)"
+    code = ("import sys, attnkit_sandbox.probing, attnkit_sandbox.runner, attnkit_assignments.ps2_relative_pe.probes; "
+            "print('nbgrader' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert result.stdout.strip() == "False"

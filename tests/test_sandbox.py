@@ -6,13 +6,11 @@ submitted/) that must stay invisible and byte-identical. Sandboxed runs need bub
 (`apt-get install -y bubblewrap`): without it they are skipped, or fail when the CI variable is set.
 """
 
-import errno
 import hashlib
 import json
 import os
 import pickle
 import socket
-import struct
 import threading
 import zipfile
 from pathlib import Path
@@ -21,7 +19,11 @@ import numpy as np
 import pytest
 
 import attnkit
-from attnkit.grading import exchange, runner, sandbox
+import attnkit_assignments
+from attnkit_grader.isolation import bwrap as sandbox
+from attnkit_grader.isolation import notebook_run, seccomp, staging
+from attnkit_grader.isolation.limits import GiB, Limits, worker_uid
+from attnkit_sandbox import channel, runner
 
 TOY_PROBES = '''
 from dataclasses import dataclass
@@ -47,8 +49,8 @@ class Liar:
         return {"y": np.array([object()], dtype=object)}
 
 
-PROBES = {"toy": [Probe("square", "test_square", "square"), Probe("scale", "test_scale", "scale"),
-                  Probe("cube", "test_cube", "cube"), Liar()]}
+PROBES = [Probe("square", "test_square", "square"), Probe("scale", "test_scale", "scale"),
+          Probe("cube", "test_cube", "cube"), Liar()]
 '''
 
 GOOD_CELLS = [
@@ -96,7 +98,7 @@ def scratch(tmp_path, monkeypatch):
     write(folder / "toy_probes.py", TOY_PROBES)
     monkeypatch.syspath_prepend(str(folder))
     monkeypatch.delitem(__import__("sys").modules, "toy_probes", raising=False)
-    exchange.write_inputs(folder, INPUTS)
+    channel.write_inputs(folder, INPUTS)
     return folder
 
 
@@ -114,14 +116,14 @@ def cells_by_index(report):
 # --- exchange: the parent's readers of what the sandbox wrote --------------------------------------------------
 
 def test_exchange_round_trip_keeps_values_and_dtypes(tmp_path):
-    exchange.write_inputs(tmp_path, INPUTS)
-    read = exchange.read_inputs(tmp_path)
+    channel.write_inputs(tmp_path, INPUTS)
+    read = channel.read_inputs(tmp_path)
     assert read.keys() == INPUTS.keys() and read["scale"]["params"] == {"factor": 2.5}
     np.testing.assert_array_equal(read["square"]["arrays"]["x"], INPUTS["square"]["arrays"]["x"])
     outputs = {"p": {"f": np.arange(6, dtype=">f4").reshape(2, 3), "b": np.array([True, False]),
                      "i": np.int64(7), "fortran": np.asfortranarray(np.arange(6).reshape(2, 3))}}
-    exchange.write_outputs(tmp_path / "out", outputs)
-    back, errors = exchange.read_outputs(tmp_path / "out")
+    channel.write_outputs(tmp_path / "out", outputs)
+    back, errors = channel.read_outputs(tmp_path / "out")
     assert errors == {}
     assert back["p"]["f"].dtype == np.float32 and back["p"]["f"].dtype.isnative
     assert back["p"]["b"].dtype == bool and back["p"]["i"].shape == ()
@@ -136,11 +138,11 @@ def test_read_outputs_never_unpickles(tmp_path):
         def __reduce__(self):
             return (Path.touch, (marker,))
 
-    np.savez(tmp_path / exchange.OUTPUTS_NPZ, **{"evil/x": np.array([Bomb()], dtype=object),
+    np.savez(tmp_path / channel.OUTPUTS_NPZ, **{"evil/x": np.array([Bomb()], dtype=object),
                                                  "good/y": np.arange(3)})
     assert pickle.loads(pickle.dumps(Bomb())) is None and marker.exists()   # the bomb is real ...
     marker.unlink()
-    outputs, errors = exchange.read_outputs(tmp_path)
+    outputs, errors = channel.read_outputs(tmp_path)
     assert not marker.exists()                                             # ... and never went off
     assert "evil" not in outputs and "object" in errors["evil"]
     np.testing.assert_array_equal(outputs["good"]["y"], np.arange(3))
@@ -153,8 +155,8 @@ def test_read_outputs_never_unpickles(tmp_path):
     ({"p/big": np.zeros(2**20 + 1, dtype=np.uint8)}, "over the"),
 ])
 def test_read_outputs_rejects_bad_arrays_of_one_probe(tmp_path, arrays, expected):
-    np.savez(tmp_path / exchange.OUTPUTS_NPZ, **arrays, **{"q/ok": np.ones(2)})
-    outputs, errors = exchange.read_outputs(tmp_path, max_array_bytes=2**20)
+    np.savez(tmp_path / channel.OUTPUTS_NPZ, **arrays, **{"q/ok": np.ones(2)})
+    outputs, errors = channel.read_outputs(tmp_path, max_array_bytes=2**20)
     assert expected in errors["p"] and "p" not in outputs
     np.testing.assert_array_equal(outputs["q"]["ok"], np.ones(2))
 
@@ -166,46 +168,46 @@ def test_read_outputs_rejects_bad_arrays_of_one_probe(tmp_path, arrays, expected
     (lambda path: np.savez(path, plain=np.zeros(1)), "is not 'probe/key.npy'"),
 ])
 def test_read_outputs_rejects_bad_files_whole(tmp_path, make, expected):
-    make(tmp_path / exchange.OUTPUTS_NPZ)
-    outputs, errors = exchange.read_outputs(tmp_path, max_arrays=8)
-    assert outputs == {} and expected in errors[exchange.ANY_PROBE]
+    make(tmp_path / channel.OUTPUTS_NPZ)
+    outputs, errors = channel.read_outputs(tmp_path, max_arrays=8)
+    assert outputs == {} and expected in errors[channel.ANY_PROBE]
 
 
 def test_read_outputs_checks_the_header_before_reading_data(tmp_path):
     """A member whose header claims a shape its data does not fill is rejected, not read past its end."""
-    with zipfile.ZipFile(tmp_path / exchange.OUTPUTS_NPZ, "w") as archive:
+    with zipfile.ZipFile(tmp_path / channel.OUTPUTS_NPZ, "w") as archive:
         header = np.lib.format.header_data_from_array_1_0(np.zeros(1000))
         with archive.open("p/x.npy", "w") as handle:
             np.lib.format.write_array_header_1_0(handle, header)
             handle.write(np.zeros(10).tobytes())
-    outputs, errors = exchange.read_outputs(tmp_path)
+    outputs, errors = channel.read_outputs(tmp_path)
     assert outputs == {} and "header says 8000" in errors["p"]
 
 
 def test_read_report_bounds_size_and_type(tmp_path):
-    write(tmp_path / exchange.REPORT_JSON, {"probes": {"p": {"error": "ValueError: bad\nmore"}}})
-    assert exchange.read_outputs(tmp_path) == ({}, {"p": "ValueError: bad"})
-    write(tmp_path / exchange.REPORT_JSON, "[1, 2]")
-    assert exchange.read_report(tmp_path) == {}
-    write(tmp_path / exchange.REPORT_JSON, json.dumps({"pad": "x" * 200}))
-    assert exchange.read_report(tmp_path, max_bytes=100) == {}
-    write(tmp_path / exchange.REPORT_JSON, "[" * 100000)
-    assert exchange.read_report(tmp_path) == {}
+    write(tmp_path / channel.REPORT_JSON, {"probes": {"p": {"error": "ValueError: bad\nmore"}}})
+    assert channel.read_outputs(tmp_path) == ({}, {"p": "ValueError: bad"})
+    write(tmp_path / channel.REPORT_JSON, "[1, 2]")
+    assert channel.read_report(tmp_path) == {}
+    write(tmp_path / channel.REPORT_JSON, json.dumps({"pad": "x" * 200}))
+    assert channel.read_report(tmp_path, max_bytes=100) == {}
+    write(tmp_path / channel.REPORT_JSON, "[" * 100000)
+    assert channel.read_report(tmp_path) == {}
 
 
 def test_channel_framing_appends_and_stops_at_garbage():
     read, send = os.pipe()
-    exchange.send_file(send, "progress.jsonl", b'{"cell": 1}\n')
-    exchange.send_file(send, "progress.jsonl", b'{"cell": 2}\n')
-    exchange.send_file(send, "report.json", b"{}")
+    channel.send_file(send, "progress.jsonl", b'{"cell": 1}\n')
+    channel.send_file(send, "progress.jsonl", b'{"cell": 2}\n')
+    channel.send_file(send, "report.json", b"{}")
     os.close(send)
     data = os.read(read, 4096)
     os.close(read)
-    assert exchange.parse_channel(data) == ({"progress.jsonl": b'{"cell": 1}\n{"cell": 2}\n',
+    assert channel.parse_channel(data) == ({"progress.jsonl": b'{"cell": 1}\n{"cell": 2}\n',
                                              "report.json": b"{}"}, None)
-    files, problem = exchange.parse_channel(data + b"../../x 3\nabc")
+    files, problem = channel.parse_channel(data + b"../../x 3\nabc")
     assert "garbled" in problem and set(files) == {"progress.jsonl", "report.json"}
-    assert "cut short" in exchange.parse_channel(b"report.json 100\n{}")[1]
+    assert "cut short" in channel.parse_channel(b"report.json 100\n{}")[1]
 
 
 # --- the runner, in this process ------------------------------------------------------------------------------
@@ -218,12 +220,12 @@ def test_runner_runs_cells_in_one_namespace_then_the_probes(scratch):
     assert cells[2]["notes"] == ["skipped %matplotlib"]
     assert cells[4]["stdout"] == "scaled 6.0\n"
     assert cells[5]["result"] == "'__main__'"
-    outputs, errors = exchange.read_outputs(scratch / "out")
+    outputs, errors = channel.read_outputs(scratch / "out")
     np.testing.assert_array_equal(outputs["square"]["y"], np.arange(5.0) ** 2)
     np.testing.assert_array_equal(outputs["scale"]["y"], np.arange(3.0) * 2.5)
     assert errors["cube"] == "KeyError: 'cube'"
     assert "dtype object" in errors["liar"]
-    assert json.loads((scratch / "out" / exchange.REPORT_JSON).read_text())["probes"]["square"]["status"] == "ok"
+    assert json.loads((scratch / "out" / channel.REPORT_JSON).read_text())["probes"]["square"]["status"] == "ok"
 
 
 def test_runner_records_errors_timeouts_and_caps_output_then_goes_on(scratch):
@@ -245,7 +247,7 @@ def test_runner_records_errors_timeouts_and_caps_output_then_goes_on(scratch):
     assert cells[6]["status"] == "skipped" and "%%bash" in cells[6]["notes"][0]
     assert cells[7]["stdout"] == "still running 1\n"
     assert report["reason"] == "cell 3 ran over the 0.5 s limit and was interrupted"
-    assert "square" in exchange.read_outputs(scratch / "out")[0]
+    assert "square" in channel.read_outputs(scratch / "out")[0]
 
 
 def test_runner_skips_cells_on_request_and_bounds_the_output_it_keeps(scratch, monkeypatch):
@@ -271,7 +273,7 @@ def test_runner_reports_unreadable_notebooks(scratch, content, status, reason):
         report = run_here(scratch, content)
     assert report["status"] == status and report["reason"].startswith(reason)
     assert report["probes"]["square"]["error"].startswith("not run: notebook.ipynb")
-    assert exchange.read_outputs(scratch / "out")[0] == {}
+    assert channel.read_outputs(scratch / "out")[0] == {}
 
 
 def test_runner_reports_deleted_retyped_and_duplicated_cells(scratch):
@@ -292,7 +294,7 @@ def test_runner_reports_deleted_retyped_and_duplicated_cells(scratch):
     assert "cell 'test_square' is a markdown cell; the release has a code cell: retyped?" in remarks
     assert "cell 'test_scale' of the release is missing: deleted?" in remarks
     assert report["reason"] == remarks[0]
-    outputs, errors = exchange.read_outputs(scratch / "out")
+    outputs, errors = channel.read_outputs(scratch / "out")
     np.testing.assert_array_equal(outputs["square"]["y"], -np.arange(5.0))
     assert errors["scale"] == "KeyError: 'scale'"
 
@@ -324,27 +326,53 @@ def test_python_source_handles_magics_minimally():
     assert runner.python_source("s = '''\n%d\n'''")[1] == []      # valid Python is never rewritten
 
 
-# --- staging the public package ----------------------------------------------------------------------------------
+# --- staging the packages the sandbox may import -------------------------------------------------------------
 
-def test_staged_package_leaves_out_solutions_and_the_nbgrader_side(tmp_path):
-    staged = sandbox.stage_public_package(tmp_path) / "attnkit"
-    names = {p.relative_to(staged).as_posix() for p in staged.rglob("*.py")}
-    assert not any(name.startswith("solutions") for name in names)
-    assert {"__init__.py", "attention.py", "checking.py", "grading/runner.py", "grading/exchange.py"} <= names
-    assert not names & {"grading/pipeline.py", "grading/course.py", "grading/autograder.py", "grading/sandbox.py"}
-    assert "import" not in (staged / "grading" / "__init__.py").read_text()
-    compiled = {p.name.split(".")[0] for p in staged.rglob("__pycache__/*.pyc")}    # no sandbox compiles them again
-    assert {"__init__", "attention", "runner", "exchange"} <= compiled
-    assert [p.name for p in (tmp_path / sandbox.FONT_CACHE).iterdir()] == [   # nor scans the fonts again
+TRUSTED = ("reference.py", "checks.py", "inputs.py", "hidden.py")
+
+
+def test_staged_tree_holds_the_student_package_the_sandbox_package_and_the_probes_only(tmp_path):
+    staging.stage_packages(tmp_path)
+    names = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.py")}
+    assert {"attnkit/__init__.py", "attnkit/attention.py", "attnkit/checking.py", "attnkit_sandbox/runner.py",
+            "attnkit_sandbox/channel.py", "attnkit_sandbox/probing.py", "attnkit_assignments/__init__.py",
+            "attnkit_assignments/ps1_learnable_pe/probes/__init__.py",
+            "attnkit_assignments/ps2_relative_pe/probes/__init__.py"} <= names
+    assert not [name for name in names if name.rsplit("/", 1)[-1] in TRUSTED], "trusted code reached the sandbox"
+    assert {name.split("/")[0] for name in names} == {"attnkit", "attnkit_sandbox", "attnkit_assignments"}
+    for name in names:                                  # every file staged is a package the sandbox may import
+        assert name.startswith(("attnkit/", "attnkit_sandbox/")) or "/probes/" in name or name.endswith("__init__.py")
+    for init in tmp_path.glob("attnkit_assignments/**/__init__.py"):
+        if init.parent.name != "probes":
+            assert "import" not in init.read_text()     # docstrings only above the probes
+    compiled = {p.name.split(".")[0] for p in tmp_path.rglob("__pycache__/*.pyc")}    # no sandbox compiles them again
+    assert {"__init__", "attention", "runner", "channel", "probing"} <= compiled
+    assert [p.name for p in (tmp_path / staging.FONT_CACHE).iterdir()] == [   # nor scans the fonts again
         f"fontlist-v{__import__('matplotlib.font_manager').font_manager.FontManager.__version__}.json"]
 
 
-def test_staging_refuses_a_probes_module_that_imports_the_solutions(tmp_path):
-    source = tmp_path / "src" / "attnkit"
-    write(source / "__init__.py", "")
-    write(source / "grading" / "probes.py", "from ..solutions import skew\n")
-    with pytest.raises(RuntimeError, match="probes.py imports attnkit.solutions"):
-        sandbox.stage_public_package(tmp_path / "out", source=source)
+def test_every_trusted_file_of_an_assignment_folder_stays_out(tmp_path):
+    """Every file of an assignment folder outside probes/ is trusted, and none of them is staged."""
+    staging.stage_packages(tmp_path)
+    root = Path(next(iter(attnkit_assignments.__path__)))
+    for folder in (p for p in root.iterdir() if p.is_dir() and (p / "probes").is_dir()):
+        trusted = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+        assert trusted, f"{folder.name}: no trusted part?"
+        for path in trusted:
+            assert not (tmp_path / "attnkit_assignments" / folder.name / path.name).exists(), path
+        assert {p.name for p in folder.glob("*.py")} - {"__init__.py"} <= set(TRUSTED) | {"bugs.py"}, (
+            f"{folder.name}: a new trusted file? add it to bwrap.TRUSTED_FILES and TRUSTED here")
+
+
+def test_staging_refuses_code_in_an_init_above_the_probes(tmp_path, monkeypatch):
+    fake = tmp_path / "assignments"
+    (fake / "toy" / "probes").mkdir(parents=True)
+    write(fake / "__init__.py", '"""docstring only"""\n')
+    write(fake / "toy" / "__init__.py", "from .reference import solution\n")
+    write(fake / "toy" / "probes" / "__init__.py", "PROBES = []\n")
+    monkeypatch.setattr(attnkit_assignments, "__path__", [str(fake)])
+    with pytest.raises(RuntimeError, match="must hold only a docstring"):
+        staging.stage_packages(tmp_path / "out")
 
 
 def test_missing_bubblewrap_says_how_to_install_it(monkeypatch):
@@ -352,65 +380,10 @@ def test_missing_bubblewrap_says_how_to_install_it(monkeypatch):
     monkeypatch.setattr(sandbox.shutil, "which", lambda name, **where: None)
     try:
         assert not sandbox.available()
-        with pytest.raises(sandbox.SandboxUnavailable, match="apt-get install -y bubblewrap"):
+        with pytest.raises(sandbox.SandboxUnavailable, match="apt-get install -y bubblewrap libseccomp2"):
             sandbox.check_available()
     finally:
         sandbox.unavailable_reason.cache_clear()
-
-
-def run_filter(program, nr, arch=0xC000003E, arg0=0):
-    """What the classic-BPF ``program`` answers for one system call: ("allow",) or ("errno", N)."""
-    data = struct.pack("<iIQ6Q", nr, arch, 0, arg0, 0, 0, 0, 0, 0)
-    code = [struct.unpack("=HBBI", program[i:i + 8]) for i in range(0, len(program), 8)]
-    pc, a = 0, 0
-    while True:
-        op, jt, jf, k = code[pc]
-        if op == 0x20:                                     # BPF_LD | BPF_W | BPF_ABS
-            a = struct.unpack_from("<I", data, k)[0]
-        elif op in (0x15, 0x35, 0x45):                     # BPF_JMP | JEQ / JGE / JSET, constant
-            taken = a == k if op == 0x15 else a >= k if op == 0x35 else bool(a & k)
-            pc += jt if taken else jf
-        elif op == 0x06:                                   # BPF_RET | BPF_K
-            return ("allow",) if k == 0x7FFF0000 else ("errno", k & 0xFFFF) if k >> 16 == 5 else ("other", k)
-        else:
-            raise AssertionError(f"opcode {op:#x} at {pc}")
-        pc += 1
-
-
-def test_system_call_filter_refuses_the_listed_calls_and_namespace_clones(monkeypatch):
-    monkeypatch.setattr(sandbox, "this_machine", lambda: "x86_64")
-    sandbox.seccomp_program.cache_clear()
-    try:
-        program = sandbox.seccomp_program()
-    finally:
-        sandbox.seccomp_program.cache_clear()
-    assert len(program) % 8 == 0
-    eperm, enosys = ("errno", errno.EPERM), ("errno", errno.ENOSYS)
-    for name, number in sandbox.DENIED_X86_64.items():
-        assert run_filter(program, number) == eperm, name
-    for allowed in (0, 1, 2, 9, 39, 57, 59, 61, 161, 231, 302, 334):   # read, write, open, mmap, getpid, fork,
-        assert run_filter(program, allowed) == ("allow",), allowed    # execve, wait4, chroot, exit_group, ...
-    assert run_filter(program, 56, arg0=0x3D0F00) == ("allow",)       # clone of a thread (glibc's flags)
-    assert run_filter(program, 56, arg0=0x01200011) == ("allow",)     # fork(): CHILD_SETTID|CLEARTID|SIGCHLD
-    for flag in (0x10000000, 0x20000, 0x40000000, 0x20000000, 0x8000000, 0x4000000, 0x2000000):
-        assert run_filter(program, 56, arg0=flag | 17) == eperm, hex(flag)
-    assert run_filter(program, 435) == enosys                          # clone3: libc falls back to clone
-    assert run_filter(program, 101, arch=0x40000003) == eperm          # i386 ABI (int 0x80): refused whole
-    assert run_filter(program, 0, arch=0x40000003) == eperm
-    assert run_filter(program, 0x40000000 + 101) == eperm              # x32 ABI: refused whole
-
-
-def test_no_system_call_filter_on_another_architecture_with_a_notice(monkeypatch, caplog):
-    monkeypatch.setattr(sandbox, "this_machine", lambda: "aarch64")
-    sandbox.seccomp_program.cache_clear()
-    try:
-        with caplog.at_level("WARNING", logger=sandbox.__name__):
-            assert sandbox.seccomp_program() is None and sandbox.seccomp_program() is None
-    finally:
-        sandbox.seccomp_program.cache_clear()
-    notices = [r.getMessage() for r in caplog.records if r.name == sandbox.__name__]
-    assert notices == ["grading sandbox: no system-call filter on aarch64 (it is written for x86_64); "
-                       "the other limits still apply"]
 
 
 # --- in the sandbox: slow -------------------------------------------------------------------------------------
@@ -420,7 +393,7 @@ def public_dir(tmp_path_factory):
     reason = sandbox.unavailable_reason()
     if reason:
         (pytest.fail if os.environ.get("CI") else pytest.skip)(reason)
-    return sandbox.stage_public_package(tmp_path_factory.mktemp("public"))
+    return staging.stage_packages(tmp_path_factory.mktemp("public"))
 
 
 @pytest.fixture(scope="session")
@@ -428,7 +401,7 @@ def box(public_dir):
     # A uid no pool slot uses, and one per xdist worker: RLIMIT_NPROC counts all processes of a uid, so a
     # fork bomb in one worker's test must not starve a sandbox that another worker runs at the same time.
     worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").lstrip("gw") or 0)
-    return sandbox.Sandbox(public_dir, sandbox.Limits(wall_seconds=60, uid=sandbox.worker_uid(900 + worker)))
+    return sandbox.Sandbox(public_dir, Limits(wall_seconds=60, uid=worker_uid(900 + worker)))
 
 
 @pytest.fixture
@@ -454,7 +427,7 @@ def run_boxed(box, course, content, **options):
     write(scratch / "toy_probes.py", TOY_PROBES)
     options.setdefault("assignment", "toy")
     options.setdefault("probes", "toy_probes")
-    return sandbox.run_notebook(box, submitted, scratch, inputs=INPUTS, **options)
+    return notebook_run.run_notebook(box, submitted, scratch, inputs=INPUTS, **options)
 
 
 def sandbox_processes(uid):
@@ -477,7 +450,7 @@ def test_sandboxed_runner_matches_the_in_process_one(box, course):
     cells = cells_by_index(run.report)
     assert cells[4]["stdout"] == "scaled 6.0\n"
     assert cells[6]["result"] == f"'{sandbox.PUBLIC}/attnkit/__init__.py'"
-    outputs, errors = exchange.read_outputs(run.out_dir)
+    outputs, errors = channel.read_outputs(run.out_dir)
     np.testing.assert_array_equal(outputs["scale"]["y"], np.arange(3.0) * 2.5)
     assert set(errors) == {"cube", "liar"}
 
@@ -485,7 +458,7 @@ def test_sandboxed_runner_matches_the_in_process_one(box, course):
 HOSTILE = {
     "read": "for path in {paths!r}:\n    try:\n        print(open(path).read())\n    except OSError as e:\n"
             "        print(type(e).__name__)",
-    "solutions": "import attnkit.solutions",
+    "solutions": "import attnkit_assignments.ps2_relative_pe.reference",
     "solutions_on_disk": "import os\nprint(os.path.exists({solutions!r}), os.path.exists({lib!r}))\n"
                          "print(sorted(os.listdir({repository!r})) if os.path.exists({repository!r}) else 'absent')",
     "write": "import errno\nfor path in {targets!r}:\n    try:\n        open(path, 'w').write('pwned')\n"
@@ -535,7 +508,7 @@ def test_hostile_notebook_sees_and_changes_nothing_outside_its_scratch(box, cour
     sources["write"] = HOSTILE["write"].format(targets=targets)
     sources["network"] = HOSTILE["network"].format(port=port)
     sources["solutions_on_disk"] = HOSTILE["solutions_on_disk"].format(
-        solutions=str(Path(attnkit.__file__).parent / "solutions"), lib=str(repository / "lib"),
+        solutions=str(Path(next(iter(attnkit_assignments.__path__)))), lib=str(repository / "lib"),
         repository=str(repository))
     content = notebook([("code", source, f"hostile_{name}") for name, source in sources.items()])
     write(course / "submitted" / "alice" / "toy" / "toy.ipynb", content)      # as handed in
@@ -543,7 +516,8 @@ def test_hostile_notebook_sees_and_changes_nothing_outside_its_scratch(box, cour
     run = run_boxed(box, course, content)
     out = {cell["grade_id"]: cell for cell in run.report["cells"]}
     assert out["hostile_read"]["stdout"].split() == ["FileNotFoundError"] * 6
-    assert out["hostile_solutions"]["error"] == "ModuleNotFoundError: No module named 'attnkit.solutions'"
+    assert out["hostile_solutions"]["error"] == \
+        "ModuleNotFoundError: No module named 'attnkit_assignments.ps2_relative_pe.reference'"
     # the virtual environment is mounted at its own path: when it lives in the repository, that is all of it
     assert out["hostile_solutions_on_disk"]["stdout"] in ("False False\nabsent\n", "False False\n['.venv']\n")
     assert out["hostile_write"]["stdout"].split() == ["ENOENT", "ENOENT", "EROFS", "EROFS", "EROFS", "ENOENT",
@@ -621,12 +595,12 @@ STILL_WORKS = ["thread ran", "spawned", "6.0 6"]
 @pytest.mark.slow
 def test_system_call_filter_in_the_sandbox(box, course, monkeypatch):
     """Refused with the filter; with none (as on another architecture) the same calls mostly succeed."""
-    if sandbox.seccomp_program() is None:
-        pytest.skip(f"no system-call filter on {sandbox.this_machine()}")
+    if seccomp.program() is None:
+        pytest.skip(f"no system-call filter on {seccomp.this_machine()}")
     run = run_boxed(box, course, code(SYSCALLS))
     assert run.result.seccomp and run.reason is None
     assert cells_by_index(run.report)[1]["stdout"].splitlines() == REFUSED + STILL_WORKS
-    monkeypatch.setattr(sandbox, "seccomp_program", lambda: None)
+    monkeypatch.setattr(seccomp, "program", lambda: None)
     run = run_boxed(box, course, code(SYSCALLS))
     lines = cells_by_index(run.report)[1]["stdout"].splitlines()
     assert not run.result.seccomp and lines[-3:] == STILL_WORKS
@@ -664,7 +638,7 @@ def test_processes_a_cell_or_probe_leaves_behind_are_gone_before_the_next_step(b
     assert cells[4]["stdout"] == "[1, 2]\n" and "killed" not in cells[4]
     assert cells[6]["threads"] == 1 and "killed" not in cells[6] and cells[7]["stdout"] == "[1, 2]\n"
     assert run.report["probes"]["square"]["killed"] == 1 and run.report["probes"]["square"]["status"] == "ok"
-    np.testing.assert_array_equal(exchange.read_outputs(run.out_dir)[0]["square"]["y"], np.arange(5.0) ** 2)
+    np.testing.assert_array_equal(channel.read_outputs(run.out_dir)[0]["square"]["y"], np.arange(5.0) ** 2)
     assert run.reason.startswith(f"cell 3 hit the limit of {box.limits.processes} processes and threads")
     assert sandbox_processes(box.limits.uid) == []
 
@@ -706,7 +680,7 @@ def test_memory_of_all_processes_together_is_capped_where_cgroups_can_be_made(bo
                 "        time.sleep(60)\n    pids.append(pid)\n_, status = os.wait()\n"
                 "print('a child ended by signal', os.WTERMSIG(status))\nfor pid in pids:\n"
                 "    os.kill(pid, signal.SIGKILL)")
-    limits = sandbox.Limits(total_memory=sandbox.GiB, uid=box.limits.uid)
+    limits = Limits(total_memory=GiB, uid=box.limits.uid)
     run = run_boxed(box, course, code(children), limits=limits, cell_timeout=60)
     assert run.result.oom_killed and run.result.cgroup in ("v1", "v2")
     assert cells_by_index(run.report)[1]["stdout"] == "a child ended by signal 9\n"
@@ -721,7 +695,7 @@ def test_endless_loop_is_interrupted_and_the_next_cell_runs(box, course):
     cells = cells_by_index(run.report)
     assert cells[2]["status"] == "timeout" and cells[3]["stdout"] == "after\n"
     assert run.reason == "cell 2 ran over the 1 s limit and was interrupted"
-    assert "square" in exchange.read_outputs(run.out_dir)[0]
+    assert "square" in channel.read_outputs(run.out_dir)[0]
 
 
 @pytest.mark.slow
@@ -736,7 +710,7 @@ def test_loop_that_swallows_the_interrupt_ends_the_run_with_a_reason(box, course
 def test_code_holding_the_interpreter_meets_the_wall_clock(box, course):
     """sum() over a long range holds the GIL in C: no signal handler, no watchdog thread gets to run."""
     stuck = "sum(range(10**11))"
-    limits = sandbox.Limits(wall_seconds=8, uid=box.limits.uid)
+    limits = Limits(wall_seconds=8, uid=box.limits.uid)
     run = run_boxed(box, course, code("x = 1", stuck), cell_timeout=1, grace=1, limits=limits)
     assert run.result.timed_out and 8 <= run.result.seconds < 15
     assert run.reason == ("stopped at the wall-clock limit of 8 s (an endless loop, or a blocked process?) "
@@ -763,4 +737,4 @@ def test_interpreter_crash_gives_a_reason_and_the_cells_before(box, course, cras
     run = run_boxed(box, course, code("print('before')", crash, "print('never')"))
     assert run.reason == reason
     assert run.report["status"] == "crashed" and run.report["cells"][0]["stdout"] == "before\n"
-    assert exchange.read_outputs(run.out_dir) == ({}, {})
+    assert channel.read_outputs(run.out_dir) == ({}, {})

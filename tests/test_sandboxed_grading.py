@@ -35,12 +35,12 @@ import nbformat
 import pytest
 from conftest import copy_course
 
-from attnkit.grading import Course, grade
-from attnkit.grading.cli import parser
-from attnkit.grading.feedback import page
-from attnkit.grading.journal import Journal
-from attnkit.grading.progress import Progress, duration
-from attnkit.grading.sandboxed import Release, cell_issues, derive_seed, plain_cells
+from attnkit_grader import Course, grade
+from attnkit_grader.autograders.sandboxed import Release, cell_issues, derive_seed, plain_cells
+from attnkit_grader.cli import parser
+from attnkit_grader.feedback import page
+from attnkit_grader.journal import Journal
+from attnkit_grader.progress import Progress, duration
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile_class"
@@ -49,7 +49,7 @@ EXPECTED = json.loads((HOSTILE / "expected.json").read_text())
 PS1 = EXPECTED["assignment"]
 TESTS = ("test_pe_table", "test_pe_forward")
 # The one result a submission can forge: whether pe(X) raised ValueError past max_len is the submission's
-# own report (see the docstring of attnkit.solutions.judges), so that check is shown and worth 0 points.
+# own report (see the docstring of attnkit_grader.judging.engine), so that check is shown and worth 0 points.
 FLAG_CHECK = "a sequence longer than max_len raises ValueError"    # the one self-reported result: worth 0
 OUTPUT_DIRS = ("grades", "grades_sequential", "grades_pool")
 
@@ -164,7 +164,7 @@ def test_a_forged_runner_report_cannot_break_the_parent():
 
 
 def test_an_oversized_notebook_is_rejected_unread(tmp_path):
-    from attnkit.grading.pipeline import place
+    from attnkit_grader.pipeline import place
 
     (tmp_path / "nbgrader_config.py").write_text("c = get_config()\n")
     released = ROOT / "release" / PS1
@@ -351,7 +351,7 @@ def test_nothing_changes_outside_the_output_folder_but_the_attacked_gradebook_ro
 def test_autograded_copies_hold_text_verdicts_and_no_hidden_test(hostile):
     """What the formgrader will show of each attack: text streams only, capped, the judge's verdicts under
     the test cells, no line of the hidden tests."""
-    from attnkit.grading.autograded import NOTEBOOK_CHARS
+    from attnkit_grader.autograded_notebook import NOTEBOOK_CHARS
 
     hidden = source_only_lines(PS1)
     for (student, _), record in hostile["run"].submissions.items():
@@ -400,7 +400,7 @@ def test_reports_table_csv_and_plots(hostile):
 
 # --- kill -9 in the middle of a batch ----------------------------------------------------------------------------
 
-GRADE_SCRIPT = ("import sys\nfrom attnkit.grading import grade\n"
+GRADE_SCRIPT = ("import sys\nfrom attnkit_grader import grade\n"
                 "grade(sys.argv[1], [sys.argv[2]], sys.argv[3], reports_dir=sys.argv[4], workers=2)\n")
 QUICK = ["classmate_deleter", "comparison_patcher", "crash_segfault", "deleted_cells", "duplicated_cells",
          "equality_liar", "gradebook_writer", "memory_hog"]
@@ -457,7 +457,7 @@ def test_late_submissions_get_the_courses_late_penalty(sandboxes, tmp_path):
     """timestamp.txt handed in after the due date: nbgrader's LateSubmissionPlugin, as the course sets it."""
     from nbgrader.api import Gradebook
 
-    from attnkit.grading.course import use_venv_tools
+    from attnkit_grader.course import use_venv_tools
 
     use_venv_tools()                                       # nbgrader runs alembic to create the gradebook
     root = copy_course(tmp_path / "course")

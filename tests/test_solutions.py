@@ -15,9 +15,14 @@ from hypothesis import strategies as st
 import attnkit
 from attnkit.checking import (CheckFailed, Checks, expect_close, expect_equal, expect_raises,
                               largest_allocation, single_parameter, table_of)
-from attnkit.solutions import (LearnablePositionalEncoding, RelativeMultiHeadAttention, causal_relative_attention,
-                               causal_relative_attention_naive, relative_position_index, skew)
-from attnkit.solutions import hidden, judges, provenance
+from attnkit_assignments.ps1_learnable_pe.reference import LearnablePositionalEncoding
+from attnkit_assignments.ps2_relative_pe import hidden
+from attnkit_assignments.ps2_relative_pe.reference import (RelativeMultiHeadAttention, causal_relative_attention,
+                                                           causal_relative_attention_naive, relative_position_index,
+                                                           skew)
+from attnkit_grader.judging import in_kernel, provenance, registry
+
+REFERENCE = "attnkit_assignments.ps2_relative_pe.reference"
 
 SMALL = settings(max_examples=40, deadline=None)
 
@@ -409,20 +414,20 @@ def test_own_code_passes_provenance():
 
 
 def test_imported_reference_is_caught():
-    ns = run_as_notebook("from attnkit.solutions import skew, RelativeMultiHeadAttention")
+    ns = run_as_notebook(f"from {REFERENCE} import skew, RelativeMultiHeadAttention")
     assert "reference solutions" in provenance.problem(ns["skew"], "skew")
     assert "reference solutions" in provenance.problem(ns["RelativeMultiHeadAttention"], "RelativeMultiHeadAttention")
 
 
 def test_wrappers_and_subclasses_of_the_reference_are_caught():
-    ns = run_as_notebook("""
-        import attnkit.solutions
-        from attnkit.solutions import skew as _their_skew
+    ns = run_as_notebook(f"""
+        import {REFERENCE}
+        from {REFERENCE} import skew as _their_skew
         def skew(X):
             return _their_skew(X)
         def skew2(X):
-            return attnkit.solutions.skew(X)
-        class Attention(attnkit.solutions.RelativeMultiHeadAttention):
+            return {REFERENCE}.skew(X)
+        class Attention({REFERENCE}.RelativeMultiHeadAttention):
             pass
     """)
     assert provenance.problem(ns["skew"], "skew") is not None
@@ -431,10 +436,10 @@ def test_wrappers_and_subclasses_of_the_reference_are_caught():
 
 
 def test_indirect_imports_are_caught_and_innocent_names_are_not():
-    ns = run_as_notebook("""
+    ns = run_as_notebook(f"""
         import importlib
         def skew(X):
-            return importlib.import_module("attnkit.solutions").skew(X)
+            return importlib.import_module("{REFERENCE}").skew(X)
         class Table:
             def __init__(self):
                 self.solutions = []       # an attribute that happens to be called 'solutions'
@@ -445,7 +450,7 @@ def test_indirect_imports_are_caught_and_innocent_names_are_not():
 
 def test_exec_of_the_reference_source_text_is_caught():
     import importlib.util
-    with open(importlib.util.find_spec("attnkit.solutions.relative").origin, encoding="utf-8") as handle:
+    with open(importlib.util.find_spec(REFERENCE).origin, encoding="utf-8") as handle:
         ns = run_as_notebook(handle.read())
     reason = provenance.problem(ns["RelativeMultiHeadAttention"], "RelativeMultiHeadAttention")
     assert reason is not None and "copy of the reference" in reason
@@ -453,7 +458,7 @@ def test_exec_of_the_reference_source_text_is_caught():
 
 def test_hidden_checks_score_the_reference_copy_zero(capsys):
     import importlib.util
-    with open(importlib.util.find_spec("attnkit.solutions.skew").origin, encoding="utf-8") as handle:
+    with open(importlib.util.find_spec(REFERENCE).origin, encoding="utf-8") as handle:
         ns = run_as_notebook(handle.read())
     checks = Checks(points=2.5)
     hidden.skew(checks, ns["skew"])
@@ -499,12 +504,11 @@ def test_in_the_kernel_the_memory_check_measures_what_the_skewed_version_allocat
                                       "test_skew", "test_causal"])
 def test_hidden_part_of_each_cell_is_the_judges_hidden_checks(grade_id):
     """The kernel's hidden checks are the judge's, one for one: names (memory aside), points and kinds."""
-    assignment = hidden._assignment_of(grade_id)
-    specs = [spec for spec in judges.SPECS[assignment] if spec.grade_id == grade_id and spec.hidden]
+    assignment = next(name for name in registry.assignments() if grade_id in registry.max_points(name))
+    specs = [spec for spec in registry.specs(assignment) if spec.grade_id == grade_id and spec.hidden]
     checks = Checks(points=sum(spec.points for spec in specs))
-    hidden.run(checks, grade_id, {})                        # nothing defined: every hidden check fails
-    assert [(points, kind) for _, points, _, kind in checks.results] == \
-        [(spec.points, {"reference": "values"}.get(spec.kind, spec.kind)) for spec in specs]
+    in_kernel.run(checks, assignment, grade_id, {})          # nothing defined: every hidden check fails
+    assert [(points, kind) for _, points, _, kind in checks.results] == [(spec.points, spec.kind) for spec in specs]
     assert all(message for _, _, message, _ in checks.results)
     names = [what for what, *_ in checks.results if not what.startswith("memory")]
     assert names == [spec.name for spec in specs if spec.probe != "causal_memory"]

@@ -5,7 +5,7 @@ block and ends with ``checks.score()``, whose value nbgrader reads as the cell's
 One failing block costs its own points and no others: every exception is caught and explained.
 Nothing here solves an exercise; the helpers only compare, measure and explain.
 
-Grading policy, the same as the sandboxed grader's trusted judge (``attnkit.solutions.judges``):
+Grading policy, the same as the sandboxed grader's trusted judge (``attnkit_grader.judging``):
 a check of structure (``kind="structure"``: shapes, dtypes, parameter count) or of a property
 (``kind="property"``: masked keys get 0, invariance under a shift, two versions agree) counts once a
 comparison with the expected values in the same cell passed, since arrays with the right shape or
@@ -112,7 +112,7 @@ class Checks:
 
     def record(self, what, points, message, notes=(), kind="values"):
         """Record and print one check decided elsewhere (``message`` None: passed); the ``with`` blocks
-        and the hidden checks (``attnkit.solutions.hidden``) both end here."""
+        and the hidden checks (``attnkit_grader.judging.in_kernel``) both end here."""
         self.results.append((what, points, message, kind))
         status = "ok  " if message is None else "FAIL"
         earned = points if message is None else 0.0
@@ -155,9 +155,18 @@ class Checks:
 
     def unsupported(self):
         """Points of passed structure and property checks in a cell where no check of the values passed."""
-        if any(m is None and p > 0 and k == "values" for _, p, m, k in self.results):
+        if has_evidence((p, m is None, k) for _, p, m, k in self.results):
             return 0.0
         return sum(p for _, p, m, k in self.results if m is None and k != "values")
+
+
+def has_evidence(results):
+    """The points rule of every grade cell, in the notebooks and in the grader's judge alike: passed
+    structure and property checks count only if this is True, i.e. a scored check of the values passed.
+
+    ``results``: (points, passed, kind) of each check of the cell.
+    """
+    return any(passed and points > 0 and kind == "values" for points, passed, kind in results)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -1,7 +1,0 @@
-"""``python -m attnkit.grading``: the grading pipeline's command line."""
-
-import sys
-
-from .cli import main
-
-sys.exit(main())

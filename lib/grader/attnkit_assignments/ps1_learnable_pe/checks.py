@@ -1,0 +1,210 @@
+"""Checks of problem set 1, decided by the trusted grader (never staged into a sandbox).
+
+``CHECKS`` declares every check of the assignment once: the test cell it belongs to, the probe whose
+outputs it reads, what it checks (shown to students), its points, its kind (``values``: compared with
+the reference; ``structure`` and ``property``: count only beside a passing comparison in the same cell)
+and whether it is hidden (absent from the released notebook). ``make_inputs`` draws the probes'
+inputs, fresh for every submission. See ``attnkit_grader.judging`` for how they are decided.
+"""
+
+import numpy as np
+import torch
+
+from attnkit_grader.judging.compare import as_tensor, close, expect, fmt, scaled, shape_text, tolerance
+from attnkit_grader.judging.registry import Spec
+
+from .reference import LearnablePositionalEncoding as ReferencePE
+
+
+def _reference_pe(sizes, table, X):
+    """Reference outputs in eval mode: (float64 on the float64 inputs, float32 on the float32 inputs)."""
+    results = []
+    for dtype in (torch.float64, torch.float32):
+        module = ReferencePE(sizes["num_hiddens"], 0.0, max_len=sizes["max_len"]).to(dtype).eval()
+        with torch.no_grad():
+            module.P.copy_(as_tensor(table, dtype))
+            results.append(module(as_tensor(X, dtype)).double().numpy())
+    return results
+
+
+def _check_one_parameter(case, got):
+    p, a = case["params"], case["arrays"]
+    shape = (p["max_len"], p["num_hiddens"])
+    count = got.integer("count", "the number of parameters")
+    shapes = got.native("shapes", None, "the parameter shapes")
+    listed = [tuple(int(s) for s in row if s >= 0) for row in shapes.reshape(-1, 4)[:count]] \
+        if shapes.ndim == 2 and shapes.shape[1] == 4 and shapes.dtype.kind in "iu" else []
+    expect(count == 1, f"the module should have exactly one parameter (the table), found {count}"
+                        f"{' with shapes ' + ', '.join(map(shape_text, listed)) if listed else ''}; "
+                        f"a buffer or a plain tensor attribute is not a parameter")
+    expect(len(listed) == 1 and listed[0] == shape,
+            f"the positional table should have shape (max_len, num_hiddens) = {shape_text(shape)}, "
+            f"got {shape_text(listed[0]) if listed else 'another shape'}")
+    table = got.floats("table", shape, "the table read back after loading values into it")
+    close(table, a["table"], scaled(a["table"], 1e-6), "the table read back after loading values into it")
+
+
+def _check_trainable(case, got):
+    p, a = case["params"], case["arrays"]
+    shape = (p["max_len"], p["num_hiddens"])
+    after = got.floats("table", shape, "the table after one SGD step")
+    expected = a["table"] - p["lr"] * a["direction"]
+    expect(np.abs(after - a["table"]).max() > scaled(a["table"], 1e-6),
+            "one SGD step did not change the table: it has requires_grad=False (or is not an nn.Parameter), "
+            "so training would never change it")
+    close(after, expected, scaled(expected, 1e-5),
+           f"the table after one SGD step (lr={fmt(p['lr'])}) on sum(P * D)")
+
+
+def _check_gradient(case, got):
+    p, a = case["params"], case["arrays"]
+    shape, n = (p["max_len"], p["num_hiddens"]), p["num_steps"]
+    grad = got.floats("grad", shape, "the gradient of the table")
+    want = np.asarray(a["G"], dtype=np.float64).sum(axis=0)              # (n, num_hiddens)
+    expect(np.abs(grad).max() > 0,
+            "no gradient reached the table: is it an nn.Parameter with requires_grad=True, and is it used "
+            "in forward (not a detached copy)?")
+    close(grad[:n], want, scaled(want, 1e-5),
+           f"the gradient of sum(pe(X) * G) for the rows 0..{n - 1} used by a length-{n} input "
+           f"(each should be the sum of G over the batch)")
+    expect(bool((grad[n:] == 0).all()),
+            f"rows {n}..{p['max_len'] - 1} were not used by a length-{n} input but received a gradient")
+
+
+def _check_pe_shape(case, got):
+    X = case["arrays"]["X"]
+    got.floats("output", X.shape, f"pe(X) for X of shape {shape_text(X.shape)}")
+
+
+def _check_known_table(case, got):
+    p, a = case["params"], case["arrays"]
+    X = a["X"]
+    out = got.floats("output", X.shape, "pe(X)")
+    ref64, ref32 = _reference_pe(p, a["table"], X)
+    close(out, ref64, max(tolerance(ref32, ref64), scaled(ref64, 1e-6)),
+           "pe(X) with a known table (row i should be added to position i)")
+
+
+def _check_too_long(case, got):
+    p, a = case["params"], case["arrays"]
+    boundary = got.floats("boundary_output", a["X_boundary"].shape, f"pe(X) with n = max_len = {p['max_len']}")
+    ref64, ref32 = _reference_pe(p, a["table"], a["X_boundary"])
+    close(boundary, ref64, max(tolerance(ref32, ref64), scaled(ref64, 1e-6)),
+           f"pe(X) with n = max_len = {p['max_len']} (the longest allowed input must work)")
+    outcome = got.integer("outcome", "what happened with n = max_len + 1")
+    what = f"pe(X) with {p['max_len'] + 1} positions, max_len={p['max_len']}"
+    expect(outcome != 0, f"{what}: expected ValueError, but it returned an output")
+    expect(outcome == 1, f"{what}: expected ValueError, got another exception (check n > max_len yourself "
+                          f"and raise ValueError naming the argument and both lengths)")
+
+
+def _check_pe_parity(case, got):
+    p, a = case["params"], case["arrays"]
+    for index, (batch, num_steps, num_hiddens, max_len) in enumerate(p["cases"]):
+        X = a[f"X_{index}"]
+        what = f"output for X of shape {shape_text(X.shape)}, max_len={max_len}"
+        out = got.floats(f"output_{index}", X.shape, what)
+        ref64, ref32 = _reference_pe({"num_hiddens": num_hiddens, "max_len": max_len}, a[f"table_{index}"], X)
+        close(out, ref64, tolerance(ref32, ref64), what)
+
+
+def _check_dropout(case, got):
+    a = case["arrays"]
+    X = a["X"]
+    expected = X + a["table"][:X.shape[1]]
+    out = got.floats("train_output", X.shape, "pe(X) in train mode")
+    dropped = float((out == 0).mean())
+    expect(0.4 < dropped < 0.6, f"with dropout=0.5 in train mode about half the outputs should be 0, got a "
+                                 f"fraction of {dropped:.3f}: apply nn.Dropout after adding the table")
+    kept = out != 0
+    close(out[kept], 2.0 * expected[kept], scaled(expected, 1e-4),
+           "kept entries in train mode (should be 2 (X + P))")
+    out = got.floats("eval_output", X.shape, "pe(X) in eval mode")
+    close(out, expected, scaled(expected, 1e-5), "output in eval mode (dropout must be off)")
+
+
+CHECKS = [
+    Spec("test_pe_table", "pe_parameters", "exactly one parameter, of shape (max_len, num_hiddens)", 0.5,
+         _check_one_parameter,
+         kind="structure"),
+    Spec("test_pe_table", "pe_trainable", "the table is trainable: one SGD step moves it", 0.5,
+         _check_trainable,
+         kind="structure"),
+    Spec("test_pe_table", "pe_gradient", "the gradient reaches exactly the rows 0..n-1 of the table", 1,
+         _check_gradient,
+         hidden=True),
+    Spec("test_pe_forward", "pe_shape", "the output has the input's shape", 0.5, _check_pe_shape,
+         kind="structure"),
+    Spec("test_pe_forward", "pe_known_table", "row i of the table is added to position i (dropout=0)", 1.5,
+         _check_known_table),
+    Spec("test_pe_forward", "pe_too_long", "a sequence longer than max_len raises ValueError (not scored: "
+                                           "the grader cannot verify what your process reports)", 0,
+         _check_too_long),
+    Spec("test_pe_forward", "pe_parity",
+         "same output as the reference for several shapes (n = max_len, n = 1, odd num_hiddens)", 1,
+         _check_pe_parity,
+         hidden=True),
+    Spec("test_pe_forward", "pe_dropout", "dropout: in train mode about half the entries are zeroed and "
+                                          "the rest scaled by 2 (p=0.5); none in eval mode", 1, _check_dropout,
+         hidden=True),
+]
+
+
+# Inputs: random per submission, sizes where a bug class does not depend on them
+def make_inputs(rng, **_sizes):                # problem set 1 has no size to choose
+    def integer(low, high):                     # inclusive
+        return int(rng.integers(low, high + 1))
+
+    def normal(*shape):
+        return rng.standard_normal(shape)
+
+    def sizes():
+        return {"num_hiddens": integer(5, 24), "max_len": integer(20, 60)}
+
+    inputs = {}
+    s = sizes()
+    inputs["pe_parameters"] = {"arrays": {"table": normal(s["max_len"], s["num_hiddens"])}, "params": s}
+    s = sizes()
+    inputs["pe_trainable"] = {
+        "arrays": {"table": normal(s["max_len"], s["num_hiddens"]),
+                   "direction": normal(s["max_len"], s["num_hiddens"])},
+        "params": {**s, "lr": round(float(rng.uniform(0.1, 1.0)), 3)}}
+    s = sizes()
+    batch, n = integer(2, 4), integer(2, s["max_len"] - 2)
+    inputs["pe_gradient"] = {
+        "arrays": {"table": normal(s["max_len"], s["num_hiddens"]), "X": normal(batch, n, s["num_hiddens"]),
+                   "G": normal(batch, n, s["num_hiddens"])},
+        "params": {**s, "num_steps": n}}
+    s = sizes()
+    inputs["pe_shape"] = {"arrays": {"X": normal(integer(1, 3), integer(1, s["max_len"]), s["num_hiddens"])},
+                          "params": s}
+    s = sizes()
+    inputs["pe_known_table"] = {
+        "arrays": {"table": normal(s["max_len"], s["num_hiddens"]),
+                   "X": normal(integer(1, 3), integer(2, s["max_len"] - 1), s["num_hiddens"])},
+        "params": s}
+    s = sizes()
+    batch = integer(1, 3)
+    inputs["pe_too_long"] = {
+        "arrays": {"table": normal(s["max_len"], s["num_hiddens"]),
+                   "X_boundary": normal(batch, s["max_len"], s["num_hiddens"]),
+                   "X_long": normal(batch, s["max_len"] + 1, s["num_hiddens"])},
+        "params": s}
+    # The shapes of the hidden parity check: a middle length, n = max_len with odd num_hiddens,
+    # max_len = n = 1, and a large odd num_hiddens.
+    max_len = integer(30, 60)
+    cases = [[integer(1, 3), integer(2, 20), 2 * integer(3, 10), integer(21, 60)],
+             [1, max_len, 2 * integer(2, 6) + 1, max_len],
+             [integer(1, 3), 1, integer(2, 8), 1],
+             [integer(1, 3), integer(5, 20), 2 * integer(12, 20) + 1, integer(21, 60)]]
+    arrays = {}
+    for index, (batch, n, num_hiddens, max_len) in enumerate(cases):
+        arrays[f"table_{index}"] = normal(max_len, num_hiddens)
+        arrays[f"X_{index}"] = normal(batch, n, num_hiddens)
+    inputs["pe_parity"] = {"arrays": arrays, "params": {"cases": cases}}
+    s = {"num_hiddens": integer(32, 64), "max_len": integer(60, 100)}
+    inputs["pe_dropout"] = {
+        "arrays": {"table": normal(s["max_len"], s["num_hiddens"]),
+                   "X": normal(4, integer(40, s["max_len"]), s["num_hiddens"])},
+        "params": {**s, "seed": integer(0, 2**31 - 1)}}
+    return inputs

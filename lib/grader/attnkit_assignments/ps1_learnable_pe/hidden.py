@@ -1,0 +1,17 @@
+"""Hidden part of problem set 1's test cells under plain nbgrader: one function per test cell.
+
+Called from the hidden part of a cell with the student's objects, e.g. ``hidden.pe_table(checks,
+LearnablePositionalEncoding)``; see ``attnkit_grader.judging.in_kernel``.
+"""
+
+from attnkit_grader.judging.in_kernel import run
+
+ASSIGNMENT = "ps1_learnable_pe"
+
+
+def pe_table(checks, cls):
+    run(checks, ASSIGNMENT, "test_pe_table", {"LearnablePositionalEncoding": cls})
+
+
+def pe_forward(checks, cls):
+    run(checks, ASSIGNMENT, "test_pe_forward", {"LearnablePositionalEncoding": cls})

@@ -1,0 +1,1 @@
+"""The two autograders behind `attnkit grade`: plain nbgrader and the sandboxed grader."""

@@ -1,0 +1,659 @@
+"""The sandboxed, parallel, resumable autograder: :class:`SandboxAutograder`.
+
+For each submission (one student's notebook of one assignment), in a pool of worker threads of the
+grading process, each driving its own sandbox under its own uid (:func:`worker_uid`):
+
+1. a scratch folder under the grader's output folder (``OUTPUT/work/ASSIGNMENT/STUDENT``) gets a copy
+   of the notebook as handed in, with every read-only cell (setup and test cells) put back as the
+   RELEASE has it (a deleted one is put back in its place, a retyped one retyped back), so the sandbox
+   never sees a hidden test, source/ or a reference solution;
+2. the trusted inputs ``judges.make_inputs(assignment, seed)``, with a seed derived from the course
+   id, the assignment and the student (so a parallel and a sequential run give the same grades);
+3. ``notebook_run.run_notebook`` runs the cells, then the probes, in bubblewrap with resource limits.
+   A run that dies in a cell (crash, wall clock, output flood, a cell ignoring its timeout) is run
+   again without that cell (at most ``retries`` times), so the rest of the notebook still counts.
+
+Then, in the main thread only: the judge decides every check from the probe outputs
+(``judges.judge``), the feedback page is written, the scores go into the gradebook through nbgrader's
+API (``auto_score`` of each grade cell; manual scores are kept, written answers await the
+formgrader as with nbgrader), nbgrader's autograded copy is written for the formgrader
+(:mod:`.autograded`: the restored notebook, the text its cells printed in the sandbox, the verdicts
+under the test cells), and one line is appended to the journal (:mod:`.journal`). A submission
+already in the journal (same student, assignment, notebook sha256 and grader) is not run again: its
+recorded verdict (and the output kept for its copy) is written back, so a batch killed with ``kill -9``
+resumes with the same grades and the same copies.
+
+Nothing is written outside the output folder but the gradebook rows and the autograded/ copies (and
+stale nbgrader feedback/ pages) of the graded submissions; submitted/ is only read.
+"""
+
+import concurrent.futures
+import dataclasses
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import queue
+import re
+import shutil
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nbgrader.api import Gradebook
+from nbgrader.plugins import LateSubmissionPlugin
+from nbgrader.utils import parse_utc
+from sqlalchemy.exc import SAWarning
+
+import attnkit
+import attnkit_assignments
+import attnkit_sandbox
+from attnkit_sandbox import channel, runner
+
+from .. import autograded_notebook, feedback, judging
+from ..course import NBGRADER_LOGGER
+from ..isolation import bwrap, notebook_run, staging
+from ..isolation.limits import Limits, worker_uid
+from ..journal import Journal
+from ..judging import engine as judges
+from ..judging import registry
+from .base import Autograder, Outcome
+
+log = logging.getLogger(__name__)
+
+GRADER_VERSION = 3                # 3: journal entries keep the cells' output for autograded/
+RETRIES = 2                       # runs again without a cell that killed the run, at most this often
+CELL_WORDS = 200                  # characters kept of a cell's error for the reports
+KEY_VARIABLE = "ATTNKIT_GRADING_KEY"   # optional secret mixed into the input seeds
+
+
+def derive_seed(course_id, assignment, student, key=""):
+    """The probe-input seed of one submission: a 64-bit integer from sha256 (same in every run)."""
+    text = "\x1f".join(["attnkit-grading-seed", str(course_id), str(assignment), str(student), str(key)])
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
+
+
+def grade_id_of(cell):
+    """The nbgrader grade_id of a cell dict read from untrusted JSON, or None."""
+    if not isinstance(cell, dict):
+        return None
+    metadata = cell.get("metadata")
+    meta = metadata.get("nbgrader") if isinstance(metadata, dict) else None
+    grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
+    return grade_id if isinstance(grade_id, str) else None
+
+
+def source_of(cell):
+    source = cell.get("source", "") if isinstance(cell, dict) else ""
+    if isinstance(source, list) and all(isinstance(line, str) for line in source):
+        return "".join(source)
+    return source if isinstance(source, str) else None
+
+
+# --- the release: what every submission is graded against ----------------------------------------------
+
+def verdict_code(assignment):
+    """Every source file that can change a verdict of ``assignment``, as (sorted) paths: the student package
+    (the probes use its helpers), the sandbox package (runner, channel, probe machinery), the judging
+    engine and the assignment's whole folder (probes, reference, checks, inputs), as (label, path) pairs
+    sorted by label. A journal entry is reused only while all of them are byte for byte the same."""
+    folders = [Path(attnkit.__file__).parent, Path(attnkit_sandbox.__file__).parent,
+               Path(judging.__file__).parent, Path(next(iter(attnkit_assignments.__path__))) / assignment]
+    return sorted((f"{folder.name}/{path.relative_to(folder)}", path) for folder in folders
+                  for path in folder.rglob("*.py") if "__pycache__" not in path.parts)
+
+
+@dataclass
+class Release:
+    """The released notebook of one assignment and what the grader needs from it."""
+
+    assignment: str
+    name: str                     # notebook stem, the file students hand in is NAME.ipynb
+    data: bytes
+    notebook: dict
+    cells: list                   # [(grade_id, kind 'test' | 'written', max points, source)] in order
+    locked: dict                  # {grade_id: cell} read-only cells, put back into every submission
+    order: list                   # every grade_id of the release, in order
+    expected: dict                # {grade_id: cell_type} for the runner's remarks
+    solutions: dict               # {grade_id: (cell_type, source)} of the answer cells as released
+
+    @classmethod
+    def read(cls, course, assignment):
+        names = course.notebook_names(assignment, step="release")
+        if len(names) != 1:
+            raise ValueError(f"assignments: the sandboxed grader grades assignments of exactly one notebook; "
+                             f"release/{assignment} has {len(names)} ({', '.join(names) or 'none'})")
+        path = course.assignment_dir("release", assignment) / f"{names[0]}.ipynb"
+        data = path.read_bytes()
+        notebook = json.loads(data.decode("utf-8"))
+        cells, locked, order, solutions = [], {}, [], {}
+        for cell in notebook["cells"]:
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            grade_id = meta.get("grade_id")
+            if not grade_id:
+                continue
+            order.append(grade_id)
+            if meta.get("locked") or (meta.get("grade") and not meta.get("solution")):
+                locked[grade_id] = cell
+            if meta.get("solution"):
+                solutions[grade_id] = (cell["cell_type"], source_of(cell))
+            if meta.get("grade"):
+                kind = "test" if not meta.get("solution") and cell["cell_type"] == "code" else "written"
+                cells.append((grade_id, kind, float(meta.get("points", 0)), source_of(cell)))
+        release = cls(assignment, names[0], data, notebook, cells, locked, order, runner.expected_cells(notebook),
+                      solutions)
+        release.check_judges()
+        return release
+
+    def check_judges(self):
+        """The release's test cells and points must be those the trusted checks were written for."""
+        if self.assignment not in registry.assignments():
+            raise ValueError(f"assignments: no trusted checks for {self.assignment!r} (the kit's assignment "
+                             f"folders are {', '.join(registry.assignments())}); grade it with --grader nbgrader")
+        tests = {grade_id: points for grade_id, kind, points, _ in self.cells if kind == "test"}
+        judged = registry.max_points(self.assignment)
+        if tests != judged:
+            raise ValueError(f"assignments: the test cells of release/{self.assignment} ({tests}) do not match "
+                             f"the points of its trusted checks ({judged}); update the judges or the release")
+
+    def restored(self, data):
+        """The submitted notebook (bytes) with the release's read-only cells put back, outputs dropped.
+
+        Cells with a release grade_id that is read-only are replaced by the release's cell (so a test
+        cell never holds more than its visible part); those missing are inserted after the cell that
+        precedes them in the release. Anything that is not a readable notebook is passed on as it is:
+        the runner reports why it cannot run it.
+        """
+        try:
+            notebook = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            return data
+        if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+            return data
+        cells, seen = [], set()
+        for cell in notebook["cells"]:
+            grade_id = grade_id_of(cell)
+            if grade_id in self.locked:
+                cells.append(self.clean(self.locked[grade_id]))
+                seen.add(grade_id)
+            elif isinstance(cell, dict) and cell.get("cell_type") == "code":
+                cells.append({**cell, "outputs": [], "execution_count": None})
+            else:
+                cells.append(cell)
+        for grade_id in (g for g in self.order if g in self.locked and g not in seen):
+            before = set(self.order[:self.order.index(grade_id)])
+            position = max((i + 1 for i, cell in enumerate(cells) if grade_id_of(cell) in before), default=0)
+            cells.insert(position, self.clean(self.locked[grade_id]))
+        notebook["cells"] = cells
+        return json.dumps(notebook).encode("utf-8")
+
+    @staticmethod
+    def clean(cell):
+        cell = json.loads(json.dumps(cell))
+        if cell.get("cell_type") == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+        return cell
+
+    def answers(self, data):
+        """{grade_id: True when changed since the release} for every answer cell (code and written)."""
+        try:
+            cells = json.loads(data.decode("utf-8"))["cells"]
+            cells = cells if isinstance(cells, list) else []
+        except (UnicodeDecodeError, ValueError, RecursionError, KeyError, TypeError):
+            cells = []
+        submitted = {}
+        for cell in cells:
+            grade_id = grade_id_of(cell)
+            if grade_id and grade_id not in submitted:
+                submitted[grade_id] = cell
+        answered = {}
+        for grade_id, (cell_type, source) in self.solutions.items():
+            cell = submitted.get(grade_id)
+            answered[grade_id] = cell is not None and not (
+                source_of(cell) == source and cell.get("cell_type") == cell_type)
+        return answered
+
+
+# --- one submission -------------------------------------------------------------------------------------
+
+@dataclass
+class Plan:
+    """One job, read and keyed before anything runs."""
+
+    job: object
+    release: Release
+    path: Path                    # the notebook as handed in (only read)
+    sha256: str                   # of its bytes when the batch started
+    seed: int
+    timestamp: object = None
+
+
+@dataclass
+class Run:
+    """What a worker brings back from the sandbox (all of it read as untrusted)."""
+
+    report: dict
+    reason: str
+    started: bool
+    outputs: dict
+    errors: dict
+    inputs: dict
+    seconds: float
+    answered: dict = field(default_factory=dict)    # {grade_id: True} answer cells changed since the release
+    skipped: list = field(default_factory=list)     # [(cell number, why the run ended there)]
+    stderr: str = ""
+
+
+def dying_cell(run):
+    """The cell number a run ended in when it ended abnormally (crash, wall clock, flood, stuck), else None."""
+    if run.result.reason is None and run.report.get("status") != "crashed":
+        return None
+    current = None
+    for event in channel.decode_jsonl(run.result.files.get(channel.PROGRESS_JSONL, b"")):
+        kind = event.get("event")
+        if kind == "start":
+            current = event.get("cell") if isinstance(event.get("cell"), int) else None
+        elif kind == "done":
+            current = None
+    return current
+
+
+def plain_cells(report):
+    """The runner's cell records (untrusted JSON) reduced to index (int), grade_id, status, error, clipped."""
+    cells = []
+    for cell in report.get("cells", []) if isinstance(report.get("cells"), list) else []:
+        if not isinstance(cell, dict):
+            continue
+        index = cell.get("index")
+        grade_id = cell.get("grade_id")
+        cells.append({"index": index if isinstance(index, int) and not isinstance(index, bool) else None,
+                      "grade_id": clip(grade_id, 64) if isinstance(grade_id, str) else None,
+                      "status": clip(cell.get("status"), 20), "error": clip(cell.get("error"))})
+    return cells
+
+
+def cell_label(cell):
+    grade_id = cell.get("grade_id")
+    return f"cell {cell.get('index')}" + (f" ('{grade_id}')" if isinstance(grade_id, str) else "")
+
+
+def clip(text, limit=CELL_WORDS):
+    return channel.clip_message(text, limit) if isinstance(text, str) else ""
+
+
+def names_cell(text, number):
+    """True when ``text`` (a reason) already speaks of cell ``number``."""
+    return bool(text) and number is not None and re.search(rf"\bcell {re.escape(str(number))}\b", text) is not None
+
+
+def cell_issues(report, release, reason):
+    """Remarks on the run, in the words the nbgrader path uses: timeouts, errors outside test cells."""
+    tests = {grade_id for grade_id, kind, _, _ in release.cells if kind == "test"}
+    issues, later = [], 0
+    for cell in plain_cells(report):
+        if names_cell(reason, cell["index"]):
+            continue                                   # the reason already says what happened there
+        status, error = cell["status"], cell["error"]
+        if status == "timeout":
+            issues.append(f"{cell_label(cell)} {error or 'ran over its time limit'}")
+        elif status == "error" and cell.get("grade_id") not in tests:
+            if any(" raised " in issue for issue in issues):
+                later += 1
+            elif error.startswith("NotImplementedError"):
+                issues.append(f"{cell_label(cell)} raised NotImplementedError (left unanswered?)")
+            else:
+                issues.append(f"{cell_label(cell)} raised {error}")
+    if later:
+        issues.append(f"{later} later non-test cell(s) also raised")
+    for remark in report.get("remarks", []) if isinstance(report.get("remarks"), list) else []:
+        if isinstance(remark, str) and "deleted?" not in remark and remark not in issues:
+            issues.append(clip(remark, 300))
+    return issues
+
+
+class SandboxAutograder(Autograder):
+    """Grades each job in a bubblewrap sandbox; verdicts from the trusted judge; the parent writes.
+
+    ``output_dir``: the grader's own folder (scratch, journal, feedback, logs); ``workers``: size of the
+    pool (default: the number of CPU cores); ``fresh``: ignore the journal of earlier runs;
+    ``show_tests``: put the release's visible test cells in the feedback; ``key``: a secret mixed into
+    the input seeds (default: $ATTNKIT_GRADING_KEY, else none).
+    """
+
+    tolerant = True               # runs a notebook nbformat rejects when its cells can be read
+    writes_feedback = True
+
+    def __init__(self, course, output_dir, workers=None, limits=None, cell_timeout=None, fresh=False,
+                 show_tests=False, key=None, retries=RETRIES):
+        bwrap.check_available()
+        self.course = course
+        self.output_dir = Path(output_dir).resolve()
+        self.workers = max(1, int(workers or os.cpu_count() or 1))
+        self.limits = limits or Limits()
+        self.cell_timeout = float(cell_timeout if cell_timeout is not None else course.timeout)
+        self.show_tests = show_tests
+        self.key = key if key is not None else os.environ.get(KEY_VARIABLE, "")
+        self.retries = retries
+        self.work_dir = self.output_dir / "work"
+        self.feedback_dir = self.output_dir / "feedback"
+        self.logs_dir = self.output_dir / "logs"
+        self.journal = Journal(self.output_dir / "journal.jsonl")
+        if fresh:
+            self.journal.start_afresh()
+        self.releases = {}
+        self.box = None
+
+    # --- setting up --------------------------------------------------------------------------------------
+    def release(self, assignment):
+        if assignment not in self.releases:
+            self.releases[assignment] = Release.read(self.course, assignment)
+        return self.releases[assignment]
+
+    def fingerprint(self, release):
+        """What the grades of a submission depend on besides the notebook itself."""
+        digest = hashlib.sha256()
+        parts = [str(GRADER_VERSION), self.course.course_id, release.assignment, release.name,
+                 hashlib.sha256(self.key.encode()).hexdigest(), repr(self.cell_timeout), repr(self.retries),
+                 repr(dataclasses.replace(self.limits, uid=0))]
+        for part in parts:
+            digest.update(part.encode() + b"\0")
+        digest.update(release.data)
+        for label, path in verdict_code(release.assignment):
+            digest.update(label.encode() + b"\0" + path.read_bytes())
+        return digest.hexdigest()[:20]
+
+    def plan(self, job):
+        release = self.release(job.assignment)
+        folder = Path(job.folder) if getattr(job, "folder", None) else \
+            self.course.assignment_dir("submitted", job.assignment, job.student)
+        path = folder / f"{release.name}.ipynb"
+        if os.path.realpath(path) != os.path.abspath(path):
+            # e.g. a link to source/ASSIGNMENT/ASSIGNMENT.ipynb: the instructor's notebook would run as theirs
+            raise OSError(f"{path.name} is a symbolic link, or lies in a linked folder; hand in the file itself")
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        sha256 = digest.hexdigest()
+        return Plan(job, release, path, sha256,
+                    derive_seed(self.course.course_id, job.assignment, job.student, self.key),
+                    read_timestamp(folder))
+
+    def prepare(self, assignments):
+        for assignment in assignments:
+            self.release(assignment)
+
+    def forget(self, assignment, student):
+        folder = self.feedback_dir / student / assignment
+        if folder.is_dir():
+            shutil.rmtree(folder)
+        (self.logs_dir / f"{assignment}--{student}.run.json").unlink(missing_ok=True)
+
+    def start_sandbox(self):
+        if self.box is None:
+            public = self.work_dir / "public"
+            public.mkdir(parents=True, exist_ok=True)
+            os.chmod(public, 0o755)
+            self.box = bwrap.Sandbox(staging.stage_packages(public), self.limits)
+        return self.box
+
+    # --- the batch -------------------------------------------------------------------------------------------
+    def run(self, jobs):
+        plans = []
+        for job in jobs:
+            try:
+                plans.append(self.plan(job))
+            except OSError as error:                   # vanished or unreadable since the pre-check
+                yield Outcome(job, False, 0.0, [f"the notebook could not be read: {channel.clip_message(error)}"])
+        grader = {a: self.fingerprint(self.release(a)) for a in {p.job.assignment for p in plans}}
+        todo = []
+        for plan in plans:
+            entry = self.journal.find(plan.job.student, plan.job.assignment, plan.sha256, grader[plan.job.assignment])
+            if entry is not None:
+                yield self.settle(plan, entry, resumed=True)
+            else:
+                todo.append(plan)
+        if not todo:
+            return
+        self.start_sandbox()
+        claimed = claim_slots(min(self.workers, len(todo)))
+        slots = queue.Queue()
+        for slot, _ in claimed:
+            slots.put(slot)
+
+        def work(plan):
+            slot = slots.get()
+            try:
+                return self.run_one(plan, slot)
+            finally:
+                slots.put(slot)
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=slots.qsize(),
+                                                   thread_name_prefix="attnkit-grader") as pool:
+            futures = {pool.submit(work, plan): plan for plan in todo}
+            try:
+                for future in concurrent.futures.as_completed(futures):
+                    plan = futures[future]
+                    try:
+                        done = future.result()
+                    except Exception as error:   # noqa: BLE001 - one submission's trouble never ends the batch
+                        log.exception("grading %s / %s failed", plan.job.student, plan.job.assignment)
+                        yield Outcome(plan.job, False, 0.0, [f"the grader failed: {type(error).__name__}: {error}"])
+                        continue
+                    if not done.started:
+                        yield Outcome(plan.job, False, done.seconds, [f"not graded: {done.reason}"], done.stderr)
+                        continue
+                    try:
+                        entry = self.decide(plan, done, grader[plan.job.assignment])
+                    except Exception as error:   # noqa: BLE001 - e.g. a judge that chokes on odd outputs
+                        log.exception("judging %s / %s failed", plan.job.student, plan.job.assignment)
+                        yield Outcome(plan.job, False, done.seconds,
+                                      [f"the judge failed: {type(error).__name__}: {error}"], done.stderr)
+                        continue
+                    outcome = self.settle(plan, entry, resumed=False)
+                    self.journal.append(entry)
+                    yield outcome
+            finally:
+                for future in futures:
+                    future.cancel()
+                for _, handle in claimed:
+                    handle.close()
+
+    def run_one(self, plan, slot):
+        """In a worker thread: the notebook in a sandbox (again without a cell that killed the run)."""
+        job, release = plan.job, plan.release
+        start = time.perf_counter()
+        limits = dataclasses.replace(self.limits, uid=worker_uid(slot))
+        scratch = self.work_dir / job.assignment / job.student
+        prepared = self.work_dir / job.assignment / f"{job.student}.ipynb"
+        remove(scratch)
+        scratch.mkdir(parents=True)
+        data = plan.path.read_bytes()
+        if hashlib.sha256(data).hexdigest() != plan.sha256:
+            raise RuntimeError(f"{plan.path} changed while the batch was running; grade it again")
+        prepared.write_bytes(release.restored(data))
+        inputs = registry.make_inputs(job.assignment, plan.seed)
+        skipped = []
+        try:
+            while True:
+                result = notebook_run.run_notebook(self.box, prepared, scratch, assignment=job.assignment, inputs=inputs,
+                                              limits=limits, expected=release.expected,
+                                              cell_timeout=self.cell_timeout, skip=[n for n, _ in skipped])
+                cell = dying_cell(result)
+                if cell is None or len(skipped) >= self.retries or not result.result.started:
+                    break
+                skipped.append((cell, result.reason or "the run ended there"))
+            outputs, errors = channel.read_outputs(result.out_dir)
+            self.keep_report(job, result.report)
+        finally:
+            remove(scratch)
+            prepared.unlink(missing_ok=True)
+        stderr = result.result.stderr.decode("utf-8", "replace")[-4000:]
+        return Run(result.report, result.reason, result.result.started, outputs, errors, inputs,
+                   time.perf_counter() - start, release.answers(data), skipped, stderr)
+
+    def keep_report(self, job, report):
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(report, indent=1, sort_keys=True, default=repr)
+        (self.logs_dir / f"{job.assignment}--{job.student}.run.json").write_text(text + "\n", encoding="utf-8")
+
+    # --- in the main thread: verdict, feedback, gradebook --------------------------------------------------------
+    def decide(self, plan, done, grader):
+        """The journal entry of a finished run: the judge's checks, scores per grade cell, the reasons."""
+        job, release = plan.job, plan.release
+        verdicts = judges.judge(job.assignment, done.inputs, done.outputs, done.errors)
+        kinds = {}
+        for described in registry.describe(job.assignment):
+            kinds.setdefault(described["grade_id"], []).append(described["kind"])
+        answered = done.answered
+        scores, checks = {}, {}
+        for grade_id, kind, _, _ in release.cells:
+            if kind == "test":
+                found = verdicts.get(grade_id, [])
+                checks[grade_id] = [[c.name, float(c.points), float(c.max_points), bool(c.passed), c.message, k]
+                                    for c, k in zip(found, kinds.get(grade_id, []) + ["reference"] * len(found))]
+                scores[grade_id] = float(sum(c.points for c in found))
+            else:
+                scores[grade_id] = None if answered.get(grade_id) else 0.0
+        issues = []
+        for number, why in done.skipped:
+            label = cell_label({"index": number, "grade_id": self.grade_id_at(done.report, number)})
+            issues.append(f"{why if names_cell(why, number) else f'{label}: {why}'}; graded again without that cell")
+        reason = done.reason
+        if reason:
+            issues.append(reason)
+        issues += [i for i in cell_issues(done.report, release, reason) if i not in issues]
+        return {"student": job.student, "assignment": job.assignment, "sha256": plan.sha256, "grader": grader,
+                "notebook": release.name, "seed": str(plan.seed), "status": "graded", "scores": scores,
+                "checks": checks, "answered": answered, "reason": reason, "issues": issues,
+                "cells": plain_cells(done.report), "outputs": autograded_notebook.captured(done.report, done.skipped),
+                "seconds": round(done.seconds, 3)}
+
+    @staticmethod
+    def grade_id_at(report, number):
+        return next((c["grade_id"] for c in plain_cells(report) if c["index"] == number and c["grade_id"]), None)
+
+    def settle(self, plan, entry, resumed):
+        """Feedback page, the gradebook, then the autograded copy; the Outcome the pipeline records."""
+        job, release = plan.job, plan.release
+        page = feedback.page(entry, release.cells, self.show_tests)
+        path = feedback.write(self.feedback_dir / job.student / job.assignment / f"{release.name}.html", page)
+        self.write_gradebook(plan, entry)
+        trouble = self.write_autograded(plan, entry)
+        failures = {grade_id: next((c[4] for c in checks if not c[3]), "")
+                    for grade_id, checks in entry["checks"].items() if any(not c[3] for c in checks)}
+        text = "\n".join([f"{job.student} / {job.assignment}: sandboxed run, seed {entry['seed']}, "
+                          f"{entry['seconds']:.1f} s" + (" (from the journal)" if resumed else "")]
+                         + [f"  {issue}" for issue in entry["issues"]]
+                         + [f"  {grade_id}: {'passed' if c[3] else 'FAILED'} {c[1]:g}/{c[2]:g} [{c[5]}] {c[0]}"
+                            + (f": {c[4]}" if c[4] else "")
+                            for grade_id, checks in entry["checks"].items() for c in checks]) + "\n"
+        return Outcome(job, True, entry["seconds"], list(entry["issues"]) + trouble, text,
+                       points=dict(entry["scores"]), checks=entry["checks"], failures=failures, feedback=path,
+                       resumed=resumed)
+
+    def write_autograded(self, plan, entry):
+        """nbgrader's autograded/STUDENT/ASSIGNMENT/NAME.ipynb for the formgrader (see :mod:`.autograded`).
+
+        A changed copy makes an nbgrader feedback/ page of the submission stale: it is removed (run
+        ``nbgrader generate_feedback`` again after hand grading). Returns [] or the one issue saying why
+        no copy could be written (then none is left: the formgrader must not show an old one).
+        """
+        job, release = plan.job, plan.release
+        target = autograded_notebook.path_of(self.course, job.assignment, job.student, release.name)
+        try:
+            data = plan.path.read_bytes()
+            if hashlib.sha256(data).hexdigest() != plan.sha256:
+                raise ValueError(f"{plan.path} changed while the batch was running")
+            if autograded_notebook.write(target, autograded_notebook.notebook(release, data, entry)):
+                remove(self.course.assignment_dir("feedback", job.assignment, job.student))
+            return []
+        except Exception as error:  # noqa: BLE001 - the grades stand; only the formgrader copy is missing
+            log.warning("%s / %s: no autograded copy: %s", job.student, job.assignment, error)
+            remove(target)
+            return [f"no autograded copy for the formgrader: {type(error).__name__}: {channel.clip_message(error)}"]
+
+    def write_gradebook(self, plan, entry):
+        """auto_score of every grade cell (manual scores are kept), nbgrader's 'No response.' comments and
+        late penalties (timestamp.txt handed in with the notebook, as nbgrader reads it)."""
+        job = plan.job
+        extra = {"timestamp": plan.timestamp} if plan.timestamp else {}
+        answered = entry.get("answered", {})
+        with Gradebook(self.course.db_url, self.course.course_id) as gradebook, warnings.catch_warnings():
+            # nbgrader 0.9.6 + SQLAlchemy 2 warn (harmlessly) when a submission is first created
+            warnings.filterwarnings("ignore", "Object of type .* not in session", SAWarning)
+            submission = gradebook.update_or_create_submission(job.assignment, job.student, **extra)
+            for notebook in submission.notebooks:
+                if notebook.name != plan.release.name:
+                    continue
+                for grade in notebook.grades:
+                    if grade.name in entry["scores"]:
+                        grade.auto_score = entry["scores"][grade.name]
+                        grade.needs_manual_grade = grade.manual_score is not None or grade.auto_score is None
+                for comment in notebook.comments:
+                    if comment.name in answered:
+                        comment.auto_comment = None if answered[comment.name] else "No response."
+            gradebook.db.commit()
+            self.late_penalties(gradebook, submission, job.student)
+
+    def late_penalties(self, gradebook, submission, student):
+        """nbgrader's late-submission penalty (its LateSubmissionPlugin, configured by the course)."""
+        late = submission.total_seconds_late
+        plugin = LateSubmissionPlugin(config=self.course.config, log=logging.getLogger(NBGRADER_LOGGER))
+        for notebook in submission.notebooks:
+            notebook.late_submission_penalty = None
+            if late > 0:
+                penalty = plugin.late_submission_penalty(student, notebook.score, late)
+                if penalty is not None:
+                    notebook.late_submission_penalty = min(max(float(penalty), 0.0), notebook.score)
+        gradebook.db.commit()
+
+
+def claim_slots(count, limit=1000):
+    """[(slot, lock file)]: ``count`` worker slots no other grading batch on this machine holds.
+
+    Each slot is a sandbox uid (worker_uid); RLIMIT_NPROC counts all processes of a uid, so two
+    batches running at once must not share one. A slot is held by an flock, released when the file is
+    closed or the process ends (even by kill -9).
+    """
+    folder = Path(tempfile.gettempdir()) / "attnkit-sandbox-slots"
+    folder.mkdir(mode=0o755, exist_ok=True)
+    claimed = []
+    for slot in range(limit):
+        handle = open(folder / f"{slot}.lock", "a")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            continue
+        claimed.append((slot, handle))
+        if len(claimed) == count:
+            return claimed
+    for _, handle in claimed:
+        handle.close()
+    raise RuntimeError(f"no {count} free sandbox slots among {limit} (see {folder})")
+
+
+def read_timestamp(folder):
+    """The submission time nbgrader would record (timestamp.txt handed in with it), or None."""
+    path = Path(folder) / "timestamp.txt"
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+        return parse_utc(text) if text else None
+    except (OSError, ValueError, OverflowError):
+        return None
+    except Exception:  # noqa: BLE001 - dateutil raises several types for junk
+        return None
+
+
+def remove(path):
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+__all__ = ["Release", "SandboxAutograder", "derive_seed"]

@@ -1,0 +1,132 @@
+"""Command line of the grading pipeline: ``attnkit`` (or ``python -m attnkit_grader``).
+
+  release [ASSIGNMENT...] [--check]   student versions from source/ (--check: report drift, exit 1 if any)
+  grade ASSIGNMENT... --submissions DIR [--students CSV] [--reports DIR] [GRADER OPTIONS]
+  demo [--reports DIR] [GRADER OPTIONS]   grade the bundled example class in the kit's repository
+
+Grader options: --grader sandbox (default: each submission in a bubblewrap sandbox, verdicts from the
+trusted judges, a pool of --workers N, resumable) or --grader nbgrader (plain nbgrader autograde);
+--fresh ignores the journal of an earlier run; --show-tests puts the visible test cells in the feedback.
+
+Exit status: 0 done (bad submissions are reported, they do not fail the run), 1 release drift,
+2 usage or course errors (also: the sandbox cannot run here; the message says how to install it).
+"""
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from .course import Course
+from .pipeline import GRADERS, demo, grade
+from .releases import NbgraderError, drift, release
+from .isolation.bwrap import SandboxUnavailable
+
+
+def parser():
+    top = argparse.ArgumentParser(prog="attnkit", description="Grading pipeline of the attention course kit.")
+    top.add_argument("--root", type=Path, default=None, metavar="DIR",
+                     help="course folder holding nbgrader_config.py (default: current folder; "
+                          "for demo: the kit's repository)")
+    top.add_argument("-q", "--quiet", action="store_true", help="no progress lines, only the results")
+    commands = top.add_subparsers(dest="command", required=True)
+
+    rel = commands.add_parser("release", help="nbgrader generate_assignment --force for each assignment")
+    rel.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: every folder in source/")
+    rel.add_argument("--check", action="store_true",
+                     help="regenerate in a temporary copy and compare with release/ (exit 1 on drift)")
+
+    run = commands.add_parser("grade", help="enrol, pre-check, autograde, feedback, export and report")
+    run.add_argument("assignments", nargs="+", metavar="ASSIGNMENT")
+    run.add_argument("--submissions", type=Path, required=True, metavar="DIR",
+                     help="folder of STUDENT/ASSIGNMENT/ folders (only read)")
+    run.add_argument("--students", type=Path, metavar="CSV", help="class list CSV with an 'id' column (nbgrader's format)")
+    run.add_argument("--reports", type=Path, metavar="DIR", help="where the reports go (default: COURSE/grades)")
+    grader_options(run)
+
+    example = commands.add_parser("demo", help="grade the example class (tests/fixtures/example_class)")
+    example.add_argument("--reports", type=Path, metavar="DIR", help="where the reports go (default: COURSE/grades)")
+    grader_options(example)
+    return top
+
+
+def grader_options(command):
+    command.add_argument("--grader", choices=GRADERS, default="sandbox",
+                         help="sandbox (default): every submission in its own sandbox, judged outside it; "
+                              "nbgrader: plain nbgrader autograde (no isolation)")
+    command.add_argument("--workers", type=positive, metavar="N",
+                         help="sandboxes run at once (default: the number of CPU cores)")
+    command.add_argument("--fresh", action="store_true",
+                         help="grade everything again, ignoring the journal of an earlier (interrupted) run")
+    command.add_argument("--show-tests", action="store_true",
+                         help="show the released visible test cells in the feedback pages (never hidden tests)")
+
+
+def positive(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
+    return value
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    configure_logging(logging.WARNING if args.quiet else logging.INFO)
+    try:
+        return COMMANDS[args.command](args)
+    except (ValueError, FileNotFoundError, NbgraderError, SandboxUnavailable) as error:
+        print(f"attnkit: error: {error}", file=sys.stderr)
+        return 2
+
+
+def run_release(args):
+    course = Course(args.root or Path.cwd())
+    if not args.check:
+        for assignment in release(course, args.assignments):
+            print(f"released {assignment} -> {course.assignment_dir('release', assignment)}")
+        return 0
+    drifted = 0
+    for assignment, differences in drift(course, args.assignments).items():
+        print(f"{assignment}: {'DRIFT' if differences else 'up to date'}")
+        for line in differences:
+            print(f"  {line}")
+        drifted += bool(differences)
+    return 1 if drifted else 0
+
+
+def run_grade(args):
+    course = Course(args.root or Path.cwd())
+    show(grade(course, args.assignments, args.submissions, args.students, args.reports, **options(args)))
+    return 0
+
+
+def run_demo(args):
+    show(demo(args.root, args.reports, **options(args)))
+    return 0
+
+
+def options(args):
+    return {"grader": args.grader, "workers": args.workers, "fresh": args.fresh, "show_tests": args.show_tests,
+            "progress": not args.quiet}
+
+
+def show(run):
+    print(run.text())
+    graded = sum(s.status == "graded" for s in run.submissions.values())
+    resumed = sum(s.resumed for s in run.submissions.values())
+    again = f" ({resumed} taken from the journal of an earlier run)" if resumed else ""
+    print(f"\n{graded} of {len(run.submissions)} submissions graded{again}; reports:")
+    for path in run.reports.values():
+        print(f"  {path}")
+
+
+def configure_logging(level):
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger("attnkit")
+    logger.handlers[:] = [handler]
+    logger.setLevel(level)
+    logger.propagate = False
+
+
+COMMANDS = {"release": run_release, "grade": run_grade, "demo": run_demo}

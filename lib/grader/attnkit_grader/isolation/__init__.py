@@ -1,0 +1,1 @@
+"""The sandbox host: bubblewrap command lines, cgroups, the system-call filter, staging."""

@@ -1,0 +1,108 @@
+"""One notebook, end to end in a sandbox: the runner's command line, its report, and the reason a run ended."""
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from attnkit_sandbox import channel, runner
+
+from .bwrap import CHANNEL, SCRATCH, SandboxResult, human
+
+
+@dataclass
+class NotebookRun:
+    """A notebook run in the sandbox: the runner's report (or one rebuilt from its progress), the reason."""
+
+    report: dict
+    reason: str
+    result: SandboxResult
+    out_dir: Path
+
+
+def run_notebook(sandbox, notebook, scratch_dir, assignment=None, inputs=None, limits=None, probes=None,
+                 expected=None, cell_timeout=runner.CELL_TIMEOUT, skip=(), grace=runner.STUCK_GRACE):
+    """Run ``notebook`` (a path) with the runner in ``sandbox``; files land in ``scratch_dir``/out.
+
+    ``inputs``: the probe inputs (channel.write_inputs); ``expected``: the release's {grade_id: cell_type}
+    (runner.expected_cells) for remarks on deleted and retyped cells; ``probes``: a module other than
+    attnkit_assignments.<assignment>.probes (it must be importable in the sandbox); ``skip``: cell numbers not to run;
+    ``grace``: seconds a cell may ignore its timeout before the runner ends itself.
+    """
+    if Path(notebook).is_symlink():
+        raise ValueError(f"notebook: {notebook} is a symbolic link; copy the submission's own file")
+    scratch_dir = Path(scratch_dir)
+    scratch_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(notebook, scratch_dir / runner.NOTEBOOK)
+    if inputs is not None:
+        channel.write_inputs(scratch_dir, inputs)
+    if expected is not None:
+        (scratch_dir / runner.EXPECTED).write_text(json.dumps({"cells": expected}), encoding="utf-8")
+    argv = ["python", "-m", "attnkit_sandbox.runner", SCRATCH, "--channel", CHANNEL,
+            "--cell-timeout", str(cell_timeout), "--grace", str(grace), "--reap"]
+    if assignment:
+        argv += ["--assignment", assignment]
+    if probes:
+        argv += ["--probes", probes]
+    if skip:
+        argv += ["--skip", ",".join(str(n) for n in skip)]
+    limits = limits or sandbox.limits
+    result = sandbox.run(argv, scratch_dir, limits)
+    out_dir = scratch_dir / channel.OUT_DIR
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.mkdir()
+    for name, data in result.files.items():
+        (out_dir / name).write_bytes(data)
+    report = channel.read_report(out_dir) if channel.REPORT_JSON in result.files else {}
+    progress = channel.decode_jsonl(result.files.get(channel.PROGRESS_JSONL, b""))
+    if not report:
+        report = partial_report(progress, assignment, channel.REPORT_JSON in result.files)
+    reason = combined_reason(result, report, progress, cell_timeout)
+    return NotebookRun(report, reason, result, out_dir)
+
+
+def partial_report(progress, assignment, unreadable=False):
+    """What the progress messages say, for a run that ended before the runner wrote a readable report."""
+    cells = [event["cell"] for event in progress
+             if event.get("event") == "done" and isinstance(event.get("cell"), dict)]
+    return {"version": 1, "status": "unreadable-report" if unreadable else "crashed", "reason": None,
+            "remarks": [], "cells": cells, "probes": {}, "assignment": assignment}
+
+
+def current_step(progress):
+    """'cell 4 ('grade_id')' or 'probe NAME': what was running when the messages stopped, or None."""
+    step = None
+    for event in progress:
+        kind = event.get("event")
+        if kind == "stuck":
+            return channel.clip_message(event.get("step"), 120)
+        if kind == "start":
+            if "probe" in event:
+                step = f"probe {event['probe']}"
+            else:
+                step = f"cell {event.get('cell')}" + (f" ('{event['grade_id']}')" if event.get("grade_id") else "")
+            step = channel.clip_message(step, 120)         # the notebook chose the grade_id
+        elif kind == "done":
+            step = None
+    return step
+
+
+def combined_reason(result, report, progress, cell_timeout):
+    """One line: the sandbox's reason with the step it happened in, else the runner's own reason."""
+    step = current_step(progress)
+    stuck = any(event.get("event") == "stuck" for event in progress)
+    if stuck and result.exit_code == runner.EXIT_STUCK and not result.timed_out:
+        return f"{step} ran over the {cell_timeout:g} s limit and ignored the interrupt; the run was stopped"
+    if result.reason:
+        where = f" during {step}" if step else ""
+        if result.exit_code not in (None, 0) or result.timed_out or result.output_exceeded:
+            return f"{result.reason}{where}"
+        return result.reason
+    if report.get("status") == "crashed":
+        where = f" during {step}" if step else ""
+        return f"the run ended before the grader's report was written{where}"
+    if report.get("status") == "unreadable-report":
+        return f"the grader's report was unreadable (not JSON, or over {human(channel.MAX_REPORT_BYTES)})"
+    reason = report.get("reason")
+    return channel.clip_message(reason) if isinstance(reason, str) else None

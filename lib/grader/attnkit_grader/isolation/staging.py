@@ -1,0 +1,86 @@
+"""What the sandbox may import: whole packages, staged into one read-only folder per batch.
+
+The sandbox sees this folder at /opt/attnkit, first on its PYTHONPATH, and none of the kit's source tree:
+- ``attnkit``: the student package (the notebooks import it, the probes use its helpers);
+- ``attnkit_sandbox``: the runner, the channel format and the probe machinery;
+- of ``attnkit_assignments``, each assignment's ``probes/`` package only, under ``__init__`` files that
+  hold a docstring and nothing else. The trusted part of an assignment folder (reference, checks,
+  inputs, hidden) never reaches the sandbox: a test reads the staged tree.
+What may enter is decided by these package boundaries, not by file names or by scanning imports.
+"""
+
+import ast
+import compileall
+import logging
+import shutil
+from pathlib import Path
+
+import attnkit
+import attnkit_assignments
+import attnkit_sandbox
+
+log = logging.getLogger(__name__)
+
+FONT_CACHE = "_matplotlib"           # in the staged folder: matplotlib's font list, bound into MPLCONFIGDIR
+ASSIGNMENTS = "attnkit_assignments"
+PROBES = "probes"                    # the one package of an assignment folder that is staged
+
+
+def stage_packages(dest):
+    """Copy the packages the sandbox needs into ``dest`` (see the module's docstring); return ``dest``, the
+    folder to put on PYTHONPATH. Do it once per batch.
+
+    Two things only save time: the modules are compiled (the sandbox, whose /opt is read-only and which
+    writes no bytecode, would compile them again in every run), and matplotlib's font list is written to
+    ``dest``/FONT_CACHE (see :func:`write_font_cache`).
+    """
+    dest = Path(dest)
+    for package in (attnkit, attnkit_sandbox):
+        _copy_package(Path(package.__file__).parent, dest / package.__name__)
+    root = Path(next(iter(attnkit_assignments.__path__)))
+    _copy_docstring_only(root / "__init__.py", dest / ASSIGNMENTS / "__init__.py")
+    for folder in sorted(p for p in root.iterdir() if (p / PROBES / "__init__.py").is_file()):
+        _copy_docstring_only(folder / "__init__.py", dest / ASSIGNMENTS / folder.name / "__init__.py")
+        _copy_package(folder / PROBES, dest / ASSIGNMENTS / folder.name / PROBES)
+    compileall.compile_dir(str(dest), quiet=1, force=True)       # this interpreter's bytecode, as the sandbox's
+    for path in dest.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    dest.chmod(0o755)
+    write_font_cache(dest / FONT_CACHE)
+    return dest
+
+
+def _copy_package(source, target):
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+
+
+def _copy_docstring_only(source, target):
+    """Copy an ``__init__.py`` that holds a docstring or nothing; refuse one with code (RuntimeError)."""
+    text = source.read_text(encoding="utf-8") if source.is_file() else ""
+    body = ast.parse(text).body
+    if body and not (len(body) == 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)):
+        raise RuntimeError(f"{source}: an __init__ staged above an assignment's probes must hold only a docstring")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+
+
+def write_font_cache(folder):
+    """matplotlib's font list (fontlist-vNNN.json, as matplotlib caches it) in ``folder``, or nothing.
+
+    Each sandbox starts with an empty MPLCONFIGDIR, where matplotlib would scan the fonts and write this
+    file again (about 0.1 s of CPU per submission); the sandbox gets this copy read-only there instead.
+    The list is this process's (fonts under /usr and matplotlib's own, at the same paths in the sandbox).
+    """
+    try:
+        from matplotlib import font_manager
+        folder.mkdir(exist_ok=True)
+        folder.chmod(0o755)
+        path = folder / f"fontlist-v{font_manager.FontManager.__version__}.json"
+        font_manager.json_dump(font_manager.fontManager, path)
+        path.chmod(0o644)
+        return path
+    except Exception as error:  # noqa: BLE001 - only time is at stake: each sandbox builds its own list
+        log.info("no matplotlib font list for the sandbox: %s", error)
+        return None

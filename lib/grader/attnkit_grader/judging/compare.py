@@ -1,0 +1,118 @@
+"""Reading a probe's outputs and comparing them with the reference: the judge's vocabulary.
+
+Every check function of an assignment (``attnkit_assignments.<name>.checks``) receives its case and an
+``Outputs``, reads arrays from it (validated before any arithmetic) and raises ``Fail`` with a sentence
+for the student when the numbers do not satisfy it.
+"""
+
+import numpy as np
+import torch
+
+__all__ = ["Fail", "Outputs", "as32", "as_tensor", "close", "equal", "expect", "fmt", "scaled", "shape_text", "tolerance"]
+
+
+class Fail(Exception):
+    """A check failed; the message says what to fix."""
+
+
+def fmt(x):
+    x = float(x)
+    if x.is_integer() and abs(x) < 1e6:
+        return str(int(x))
+    return f"{x:.4g}"
+
+
+def shape_text(shape):
+    return "(" + ", ".join(str(int(s)) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reading the probe outputs: plain ndarrays of a numeric dtype and the expected shape, or the check fails
+
+class Outputs:
+    """One probe's outputs, validated before any arithmetic: type, dtype kind, shape, finiteness."""
+
+    def __init__(self, arrays):
+        self.arrays = arrays
+
+    def _raw(self, key, shape, what):
+        value = self.arrays.get(key)
+        if value is None:
+            raise Fail(f"{what}: no result came back")
+        if type(value) is not np.ndarray:
+            raise Fail(f"{what}: the result is not a plain array of numbers")
+        if value.dtype.kind not in "biuf":
+            raise Fail(f"{what}: the result has dtype {value.dtype}, not a real number type")
+        if shape is not None and tuple(value.shape) != tuple(shape):
+            raise Fail(f"{what} should have shape {shape_text(shape)}, got {shape_text(value.shape)}")
+        return value
+
+    def floats(self, key, shape, what, finite=True):
+        """The array as float64; NaN or inf fails the check unless ``finite`` is False."""
+        value = np.array(self._raw(key, shape, what), dtype=np.float64)
+        if finite and not np.isfinite(value).all():
+            raise Fail(f"{what} contains NaN or inf")
+        return value
+
+    def native(self, key, shape, what):
+        """The array in the dtype it came in (for checks of the dtype itself)."""
+        return np.array(self._raw(key, shape, what))
+
+    def integer(self, key, what):
+        value = self._raw(key, (), what)
+        if value.dtype.kind not in "iu":
+            raise Fail(f"{what}: expected an integer")
+        return int(value)
+
+
+def tolerance(ref32, ref64):
+    """Allowed |student - ref64|: 8x the reference's own float32 error plus 1e-6 of the output's scale."""
+    ref32, ref64 = np.asarray(ref32, dtype=np.float64), np.asarray(ref64, dtype=np.float64)
+    if ref64.size == 0:
+        return 1e-6
+    own_error = float(np.abs(ref32 - ref64).max())
+    scale = max(1.0, float(np.abs(ref64).max()))
+    return 8.0 * own_error + 1e-6 * scale
+
+
+def scaled(reference, relative):
+    """``relative`` times the reference's scale (at least 1): a tolerance for float32 results."""
+    reference = np.asarray(reference, dtype=np.float64)
+    return relative * max(1.0, float(np.abs(reference).max()) if reference.size else 1.0)
+
+
+def close(actual, expected, atol, what):
+    """|actual - expected| <= atol everywhere (same shape already checked); the message shows the worst."""
+    expected = np.asarray(expected, dtype=np.float64)
+    if actual.size == 0:
+        return
+    error = np.abs(actual - expected)
+    worst = float(error.max())
+    if not worst <= atol:
+        index = np.unravel_index(int(np.argmax(error)), error.shape)
+        raise Fail(f"{what} is off by up to {worst:.3g} (tolerance {atol:.3g}); at index "
+                    f"{tuple(int(i) for i in index)}: got {fmt(actual[index])}, expected {fmt(expected[index])}")
+
+
+def equal(actual, expected, what):
+    """Exact equality of values (same shape already checked); the message shows the first difference."""
+    expected = np.asarray(expected)
+    same = actual == expected
+    if not same.all():
+        index = tuple(int(i) for i in np.argwhere(~same)[0])
+        raise Fail(f"{what}: {int((~same).sum())} entries differ; first at index {index}: "
+                    f"got {fmt(actual[index])}, expected {fmt(expected[index])}")
+
+
+def expect(condition, message):
+    if not condition:
+        raise Fail(message)
+
+
+def as32(array):
+    """The values the student's float32 code received (the probes cast the grader's arrays to float32)."""
+    return np.asarray(array, dtype=np.float32).astype(np.float64)
+
+
+def as_tensor(array, dtype=torch.float64):
+    return torch.from_numpy(np.array(array, dtype=np.float64)).to(dtype)

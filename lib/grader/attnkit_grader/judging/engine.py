@@ -1,0 +1,162 @@
+"""Trusted verdicts: the checks of an assignment decided on the outputs of its probes (instructors only).
+
+Every hidden check of the graded notebooks is defined once: its probe (in the assignment's ``probes/``)
+calls the student's code, its ``Spec`` (in the assignment's ``checks.py``) decides from the numbers.
+Under plain nbgrader the hidden part of a test cell runs both inside the student's kernel
+(:mod:`.in_kernel`), where the student's code could replace the comparison functions, lie about
+equality or report success itself. The sandboxed grader decides every check in its own process, which
+never imports or runs student code:
+
+1. ``registry.make_inputs(assignment, seed)`` draws random weights, inputs and (where the bug classes
+   allow) sizes for every probe, fresh for each submission: the student can neither choose them nor
+   precompute the answers.
+2. The sandbox runs the probes on the student's objects and sends back plain numeric arrays.
+3. :func:`judge` recomputes what each output should be with the reference solution on the same inputs
+   (float64, and float32 to size the tolerance: 8 times the reference's own float32 error plus 1e-6 of
+   the output's scale) and decides each check from the numbers alone, after validating their dtype and
+   shape.
+
+Points per check follow the notebooks' test cells (visible checks and hidden checks together), so the
+total per grade cell equals the cell's points. Most checks compare with the reference on the grader's
+inputs (kind ``values``). Some test a property of the submission's own numbers on those inputs, one that
+a sound but imperfect answer keeps (``property``: masked keys get exactly 0; logits do not change when
+the context shifts; the two causal versions agree). A few test structure only (``structure``: shapes,
+dtypes, one trainable parameter). Arrays with a property or a structure can be built from the inputs
+without computing the exercise, by a submission in control of its sandbox, so a passed property or
+structure check counts only once a comparison with the reference in the same cell passed
+(``attnkit.checking.has_evidence``, the rule the notebooks' ``Checks`` apply too). No flag the student's
+process reports is believed: ``pe_too_long`` ("the exception was a ValueError" is the submission's own
+report) is decided and shown but worth 0 points.
+"""
+
+import re
+from dataclasses import dataclass
+
+from attnkit.checking import has_evidence
+
+from . import registry
+from .compare import Fail, Outputs
+
+__all__ = ["Check", "UNSUPPORTED", "decide", "judge", "scores"]
+
+_MESSAGE_LIMIT = 400
+UNSUPPORTED = "right, but counts only once a comparison with the expected values in this cell passes"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One decided check: ``points`` is ``max_points`` when it passed, else 0."""
+
+    name: str
+    points: float
+    max_points: float
+    passed: bool
+    message: str
+
+
+def scores(verdicts):
+    """{grade_id: points earned} from the result of ``judge``."""
+    return {grade_id: float(sum(check.points for check in checks)) for grade_id, checks in verdicts.items()}
+
+
+def _one_line(text, limit=_MESSAGE_LIMIT):
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+_EXCEPTION = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Failed|Interrupt|Exit|Warning)?: ")
+
+
+def _explain_error(error):
+    """A probe's recorded failure as a check message (untrusted text, shown to the student only).
+
+    The runner records an exception as "TypeName: message"; the exchange records why it rejected an
+    output array in plain words.
+    """
+    text = _one_line(error if isinstance(error, str) else repr(error))
+    if text.startswith("NotImplementedError"):
+        return "not implemented yet: your code still raises NotImplementedError"
+    if text.startswith("CheckFailed: "):          # raised by a loading helper: already a sentence
+        return text[len("CheckFailed: "):]
+    if text.startswith("not run"):               # the notebook could not be used at all
+        return f"this check did not run: {text[len('not run'):].lstrip(': ')}"
+    if _EXCEPTION.match(text):
+        return f"your code raised {text}"
+    return f"the result could not be used: {text}"
+
+
+def _nested(outputs):
+    """{probe: {key: array}}; also accepts the flat {"probe/key": array} layout of outputs.npz."""
+    if not isinstance(outputs, dict):
+        return {}
+    nested = {}
+    for key, value in outputs.items():
+        if isinstance(value, dict):
+            nested.setdefault(str(key), {}).update(value)
+        elif isinstance(key, str) and "/" in key:
+            probe, _, name = key.partition("/")
+            nested.setdefault(probe, {})[name] = value
+    return nested
+
+
+def _decide(spec, case, arrays, error):
+    """One check: passed only when the numbers satisfy it; never raises."""
+    hint = f" {spec.hint}" if spec.hint else ""
+    if error is not None:
+        return False, _explain_error(error) + hint
+    if not isinstance(arrays, dict) or not arrays:
+        return False, ("no result came back for this check: the notebook did not get this far (a cell "
+                       "timed out or crashed), or the grader's memory/time cap stopped it" + hint)
+    if case is None:
+        return False, "the grader had no inputs for this check"
+    try:
+        spec.decide({**case, **dict(spec.extra)}, Outputs(arrays))
+    except Fail as failure:
+        return False, _one_line(failure)
+    except Exception as exc:        # noqa: BLE001 - a malformed result fails its check, never the grader
+        return False, _one_line(f"the grader could not read this result ({type(exc).__name__}: {exc})")
+    return True, ""
+
+
+def decide(assignment, inputs, outputs, probe_errors=None):
+    """[(spec, passed, message), ...] for every check of the assignment, each decided on its own numbers.
+
+    The evidence rule is not applied here: ``judge`` applies it to the whole cell, and the hidden part
+    of a notebook's test cell (``attnkit_grader.judging.in_kernel``) leaves it to the cell's ``Checks``, which
+    also hold the visible checks. The arguments are those of ``judge``.
+    """
+    outputs = _nested(outputs)
+    errors = probe_errors if isinstance(probe_errors, dict) else {}
+    inputs = inputs if isinstance(inputs, dict) else {}
+    decided = []
+    for spec in registry.specs(assignment):
+        error = errors.get(spec.probe, errors.get("*"))          # "*": the whole outputs file was rejected
+        decided.append((spec, *_decide(spec, inputs.get(spec.probe), outputs.get(spec.probe), error)))
+    return decided
+
+
+def judge(assignment, inputs, outputs, probe_errors=None):
+    """{grade_id: [Check, ...]} for one submission, decided from the probe outputs alone.
+
+    ``inputs`` is what ``make_inputs`` returned for this submission; ``outputs`` {probe: {key: ndarray}}
+    (or the flat {"probe/key": ndarray}); ``probe_errors`` {probe: "TypeName: message" or a reason},
+    as ``attnkit_sandbox.channel.read_outputs`` returns them (key "*": the whole file was rejected).
+    A probe with neither outputs nor an error (the notebook never got there) fails its checks.
+
+    A structure or property check counts only when a scored comparison with the reference in the same
+    cell passed: arrays built to have the right shape or property earn nothing on their own
+    (``attnkit.checking.Checks`` applies the same rule in the notebooks, so plain nbgrader agrees).
+    """
+    decided = decide(assignment, inputs, outputs, probe_errors)
+    cells = {}
+    for spec, passed, _ in decided:
+        cells.setdefault(spec.grade_id, []).append((spec.points, passed, spec.kind))
+    evidenced = {grade_id for grade_id, results in cells.items() if has_evidence(results)}
+    decided = [(spec, False, UNSUPPORTED) if passed and spec.kind != "values" and spec.grade_id not in evidenced
+               else (spec, passed, message) for spec, passed, message in decided]
+    verdicts = {}
+    for spec, passed, message in decided:
+        points = float(spec.points)
+        verdicts.setdefault(spec.grade_id, []).append(
+            Check(spec.name, points if passed else 0.0, points, passed, message))
+    return verdicts

@@ -1,0 +1,159 @@
+"""Where did a submitted function or class come from? A principled minimum against copying the reference.
+
+A hidden test grades an object only if it was written in the notebook:
+1. its ``__module__`` is ``__main__`` (a notebook cell), and no class in its MRO comes from the
+   assignments' trusted folders (``attnkit_assignments``, where the reference solutions live);
+2. none of its code (methods, nested functions, and the notebook functions and classes it refers
+   to by global name) was compiled from a file inside the kit's packages, spells out
+   ``attnkit_assignments`` (attribute access or a string), or refers to a global that lives there;
+3. none of its code objects is the reference's own code: a fingerprint of the bytecode, constants
+   and names (not the file name or line numbers, so a copy pasted into a cell or ``exec``-ed from
+   the solution file's text still matches) is compared with every reference function big enough
+   not to be written the same way by chance.
+This is not a sandbox: a determined student can evade it; full isolation is a later issue.
+"""
+
+import importlib
+import inspect
+import os
+import types
+
+import attnkit
+import attnkit_assignments
+
+from . import registry
+
+PACKAGE_DIRS = tuple(os.path.abspath(path) for path in (os.path.dirname(attnkit.__file__),
+                                                          *attnkit_assignments.__path__))
+SOLUTIONS = "attnkit_assignments"
+# A reference code object shorter than this (bytes of bytecode, about 2 per instruction) could be
+# written identically by a student (a one-line forward), so it is not compared.
+MIN_FINGERPRINT_BYTES = 60
+
+
+def _code_objects(code):
+    """The code object and every code object nested in its constants (inner functions, lambdas)."""
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _code_objects(const)
+
+
+def _qualname(code):
+    return getattr(code, "co_qualname", code.co_name)      # co_qualname is new in Python 3.11
+
+
+def fingerprint(code):
+    """Bytecode, constants (nested code by fingerprint) and names: equal for a verbatim copy anywhere."""
+    consts = tuple(fingerprint(c) if isinstance(c, types.CodeType) else (type(c).__name__, repr(c))
+                   for c in code.co_consts)
+    return (code.co_code, consts, code.co_names, code.co_varnames, code.co_argcount)
+
+
+def _functions_in_class(cls):
+    """Plain functions behind the methods, static/class methods and properties of one class."""
+    found = []
+    for value in vars(cls).values():
+        if isinstance(value, (staticmethod, classmethod)):
+            value = value.__func__
+        if isinstance(value, property):
+            found.extend(f for f in (value.fget, value.fset, value.fdel) if f is not None)
+        elif inspect.isfunction(value):
+            found.append(value)
+    return found
+
+
+def _reference_fingerprints():
+    """{fingerprint: 'module.qualname'} for every sizeable code object of the reference solutions."""
+    table = {}
+    for module_name in (f"{SOLUTIONS}.{name}.reference" for name in registry.assignments()):
+        module = importlib.import_module(module_name)
+        for name, value in vars(module).items():
+            if getattr(value, "__module__", None) != module_name:
+                continue
+            functions = _functions_in_class(value) if inspect.isclass(value) else (
+                [value] if inspect.isfunction(value) else [])
+            for function in functions:
+                for code in _code_objects(function.__code__):
+                    if len(code.co_code) >= MIN_FINGERPRINT_BYTES:
+                        table[fingerprint(code)] = f"{module_name}.{_qualname(code)}"
+    return table
+
+
+def _from_solutions(module_name):
+    return isinstance(module_name, str) and (module_name == SOLUTIONS or module_name.startswith(SOLUTIONS + "."))
+
+
+def _inside_package(filename):
+    path = os.path.abspath(filename) if os.path.isabs(filename) else filename
+    return any(path.startswith(folder + os.sep) for folder in PACKAGE_DIRS)
+
+
+def _names_solutions(code, namespace):
+    """True if ``code`` spells out the assignments' package: by name or in a string constant."""
+    if any(isinstance(c, str) and SOLUTIONS in c for c in code.co_consts):
+        return True
+    return SOLUTIONS in code.co_names
+
+
+def problem(obj, name):
+    """None if ``obj`` looks written in the notebook, else a sentence saying why it is not graded."""
+    if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+        return None            # not ours to judge: the functional checks will report what is wrong
+    references = _reference_fingerprints()
+    pending, seen = [(obj, name)], set()
+    while pending:
+        item, label = pending.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        module = getattr(item, "__module__", None)
+        if _from_solutions(module):
+            return f"{label} comes from the reference solutions ({module}), not from your notebook"
+        if module != "__main__":
+            if item is obj:
+                return f"{label} was not defined in this notebook (it comes from module {module})"
+            continue           # a library function or class the notebook uses (torch, attnkit): fine
+        functions = []
+        if inspect.isclass(item):
+            for klass in item.__mro__:
+                if _from_solutions(klass.__module__):
+                    return f"{label} is built on {klass.__module__}.{klass.__qualname__} (reference solution)"
+                if klass.__module__ == "__main__":
+                    functions.extend(_functions_in_class(klass))
+        else:
+            functions.append(item)
+        for function in functions:
+            for code in _code_objects(function.__code__):
+                where = f"{label} ({_qualname(code)})"
+                if _inside_package(code.co_filename):
+                    return f"{where} was compiled from {code.co_filename}, inside the kit's packages"
+                if _names_solutions(code, function.__globals__):
+                    return f"{where} refers to {SOLUTIONS}"
+                copied = references.get(fingerprint(code))
+                if copied is not None:
+                    return f"{where} is a copy of the reference solution's code ({copied})"
+                for global_name in code.co_names:
+                    target = function.__globals__.get(global_name)
+                    if isinstance(target, types.ModuleType):
+                        if _from_solutions(target.__name__):
+                            return f"{where} uses the module {target.__name__} (reference solution)"
+                    elif inspect.isclass(target) or inspect.isfunction(target):
+                        pending.append((target, global_name))
+            for cell in function.__closure__ or ():
+                try:
+                    content = cell.cell_contents
+                except ValueError:      # an empty cell
+                    continue
+                if inspect.isclass(content) or inspect.isfunction(content):
+                    pending.append((content, f"{label} (closure)"))
+    return None
+
+
+def check(checks, obj, name):
+    """Disqualify the cell (score 0, with the reason) unless ``obj`` passes ``problem``; True if it passes."""
+    reason = problem(obj, name)
+    if reason is None:
+        return True
+    checks.disqualify(f"{reason}. Only work written in this notebook earns points; this cell scores 0.")
+    return False

@@ -1,0 +1,453 @@
+"""The instructor's grading run, end to end, as one function: :func:`grade`.
+
+1. Sync the gradebook with source/ (generate_assignment into a scratch folder, so release/ is untouched)
+   and warn when the committed release/ has drifted from source/.
+2. Enrol the students (the CSV's rows, as ``nbgrader db student import`` reads them, plus any folder found).
+3. Collect and pre-check: unless the submissions folder is the course's submitted/ itself, each
+   STUDENT/ASSIGNMENT folder is copied into submitted/STUDENT/ASSIGNMENT/ (nbgrader's layout, which the
+   formgrader lists), before any grading starts; the originals are only ever read, and a folder holding
+   a symbolic link is neither copied nor graded. A submission that cannot be graded is rejected with its
+   reason and scores 0. Both graders then read submitted/ and never write it.
+4. Autograde the rest through an :class:`~attnkit_grader.autograders.base.Autograder` (forced re-grading:
+   automatic scores are recomputed, manual scores entered in formgrader are kept): by default the
+   sandboxed, parallel, resumable :class:`~attnkit_grader.autograders.sandboxed.SandboxAutograder`, or
+   ``grader="nbgrader"`` for plain ``nbgrader autograde``. A progress bar with an ETA goes to stderr.
+5. Feedback HTML, grades.csv (nbgrader's export), cells.csv and checks.csv, the per-cell table with the
+   reason for every lost point, a score histogram, a per-exercise success-rate plot and a JSON report.
+
+This process is the only one that writes the gradebook. Running it twice on the same files gives the same
+scores, statuses and reasons. With the sandboxed grader, once the submissions are collected, nothing
+changes but the reports folder and, for the graded submissions only, their gradebook rows, their
+autograded/ copies (for the formgrader and ``nbgrader generate_feedback``) and nbgrader feedback/ pages
+made stale by a changed copy (removed).
+"""
+
+import csv
+import json
+import logging
+import os
+import shutil
+import stat
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from nbgrader.api import Gradebook, MissingEntry
+
+from attnkit_sandbox import runner
+
+from .autograders.base import Job, NbgraderAutograder
+from .course import Course
+from .precheck import Issue, check_submission
+from .progress import Progress
+from .releases import compare_trees, release
+from .reports import (export_totals, format_table, number, plot_success, plot_totals, read_scores, write_cell_csv,
+                      write_check_csv)
+
+log = logging.getLogger(__name__)
+
+EXAMPLE_CLASS = Path("tests") / "fixtures" / "example_class"
+STUDENT_COLUMNS = ("first_name", "last_name", "email", "lms_user_id")   # besides 'id', as nbgrader imports
+GRADERS = ("sandbox", "nbgrader")
+
+
+@dataclass
+class Submission:
+    """One student's hand-in for one assignment, and what became of it.
+
+    ``status`` is 'graded', 'rejected' (the pre-check found it ungradable), 'failed' (nbgrader gave up)
+    or 'missing' (nothing handed in). ``issues`` are the reasons and remarks, in plain words.
+    """
+
+    student: str
+    assignment: str
+    status: str = "pending"
+    issues: list = field(default_factory=list)
+    seconds: float = None
+    failures: dict = field(default_factory=dict)   # grade_id -> why it lost points (first failed check)
+    checks: dict = None                            # grade_id -> [[name, points, max, passed, message]]
+    feedback: str = None                           # the feedback page, when one was written
+    resumed: bool = False                          # verdict taken from the journal of an earlier run
+
+    @property
+    def bad(self):
+        """True when it needs the instructor's attention: not graded, or graded with remarks."""
+        return self.status != "graded" or bool(self.issues)
+
+
+@dataclass
+class GradingRun:
+    """Everything one :func:`grade` call produced."""
+
+    assignments: list
+    submissions: dict          # (student, assignment) -> Submission
+    table: object              # reports.ScoreTable
+    reports: dict              # name -> Path of each file written in the reports folder
+    warnings: list = field(default_factory=list)
+
+    def bad(self):
+        return [s for _, s in sorted(self.submissions.items()) if s.bad]
+
+    def statuses(self, assignment):
+        return {student: s.status for (student, a), s in self.submissions.items() if a == assignment}
+
+    def text(self):
+        """The per-cell tables, then every problem by student, as the CLI prints them."""
+        parts = [f"{a}\n{format_table(self.table, a, self.statuses(a))}" for a in self.assignments]
+        if self.table.review:
+            parts.append("* awaits a manual grade (formgrader)")
+        sections = [("Problems", self.problem_lines()), ("Lost points (first failed check of each exercise)",
+                                                          self.failure_lines()),
+                    ("Nothing handed in", self.missing_lines()), ("Warnings", [f"  {w}" for w in self.warnings])]
+        parts += [f"{title}:\n" + "\n".join(lines) for title, lines in sections if lines]
+        return "\n\n".join(parts)
+
+    def problem_lines(self):
+        return [f"  {s.student} / {s.assignment} [{s.status}]: {'; '.join(s.issues)}"
+                for s in self.bad() if s.status != "missing"]
+
+    def failure_lines(self):
+        lines = []
+        for (student, assignment), record in sorted(self.submissions.items()):
+            maxima = dict(self.table.cells.get(assignment, []))
+            for grade_id, message in record.failures.items():
+                points = self.table.points.get((student, assignment), {}).get(grade_id)
+                score = f" ({number(points)}/{number(maxima[grade_id])})" if points is not None and grade_id in maxima else ""
+                lines.append(f"  {student} / {assignment} / {grade_id}{score}: {message}")
+        return lines
+
+    def missing_lines(self):
+        lines = []
+        for assignment in self.assignments:
+            missing = [s for s, status in sorted(self.statuses(assignment).items()) if status == "missing"]
+            if missing:
+                lines.append(f"  {assignment}: {', '.join(missing)}")
+        return lines
+
+
+def grade(course, assignments, submissions, students_csv=None, reports_dir=None, autograder=None, *,
+          grader="sandbox", workers=None, fresh=False, show_tests=False, progress=False):
+    """Grade every student's submission of ``assignments`` (all of source/ when empty).
+
+    ``submissions`` is a folder of STUDENT/ASSIGNMENT/ folders; ``students_csv`` the class list (an 'id'
+    column, optional first_name, last_name, email); ``reports_dir`` the grader's output folder (default:
+    the course's grades/); ``autograder`` an Autograder, else one made by :func:`make_autograder` from
+    ``grader`` ('sandbox' or 'nbgrader'), ``workers``, ``fresh`` and ``show_tests``; ``progress``: draw a
+    progress bar with an ETA on stderr.
+    """
+    course = course if isinstance(course, Course) else Course(course)
+    assignments = course.check_assignments(assignments)
+    submissions = existing_dir(submissions, "submissions")
+    roster = read_roster(students_csv) if students_csv else {}
+    students = class_list(roster, submissions)
+    reports_dir = Path(reports_dir).resolve() if reports_dir else course.root / "grades"
+    autograder = autograder or make_autograder(grader, course, reports_dir, workers=workers, fresh=fresh,
+                                               show_tests=show_tests)
+    autograder.prepare(assignments)
+    records, warnings = prepare(course, assignments, submissions, roster, students, autograder)
+    jobs = [Job(r.assignment, r.student, course.assignment_dir("submitted", r.assignment, r.student))
+            for r in records.values() if r.status == "pending"]
+    reset_automatic_scores(course, jobs)
+    api = course.api()
+    bar = Progress(len(jobs)) if progress and jobs else None
+    for outcome in autograder.run(jobs):
+        record = records[outcome.job.student, outcome.job.assignment]
+        settle(course, api, record, outcome, reports_dir / "logs", autograder, quiet=bar is not None)
+        if bar:
+            bar.update(f"{record.student} / {record.assignment}", progress_note(record, outcome),
+                       timed=not outcome.resumed)
+    if bar:
+        bar.close()
+    table = read_scores(course, assignments, students)
+    run = GradingRun(assignments, records, table, {}, warnings)
+    run.reports = write_reports(course, run, reports_dir)
+    return run
+
+
+def make_autograder(grader, course, reports_dir, workers=None, fresh=False, show_tests=False):
+    """'sandbox': the sandboxed parallel grader writing into ``reports_dir``; 'nbgrader': plain nbgrader."""
+    if grader == "nbgrader":
+        return NbgraderAutograder(course)
+    if grader != "sandbox":
+        raise ValueError(f"grader: expected one of {GRADERS}, got {grader!r}")
+    from .autograders.sandboxed import SandboxAutograder        # imports the trusted judges: instructors only
+    return SandboxAutograder(course, reports_dir, workers=workers, fresh=fresh, show_tests=show_tests)
+
+
+def progress_note(record, outcome):
+    """'5.5/6 points, 3.2 s', 'from the journal' or 'failed: why', for the progress line."""
+    if record.status != "graded":
+        return f"{record.status}: {record.issues[-1] if record.issues else ''}"
+    text = "graded"
+    if outcome.points:
+        auto = [p for p in outcome.points.values() if p is not None]
+        text = f"{sum(auto):g} points"
+    return text + (" (from the journal)" if outcome.resumed else f", {outcome.seconds:.1f} s")
+
+
+def prepare(course, assignments, submissions, roster, students, autograder=None):
+    """Steps 1-3: gradebook in sync, students enrolled, submissions collected into submitted/ and pre-checked.
+
+    Returns ({(student, assignment): Submission}, warnings); gradable submissions are 'pending'.
+    """
+    tolerant = getattr(autograder, "tolerant", False)
+    with tempfile.TemporaryDirectory(prefix="attnkit-grade-") as scratch:
+        warnings = sync_gradebook(course, assignments, Path(scratch))
+        enrol(course, roster, students)
+        warnings += [f"student folder '{s}' is not in the class list; graded anyway"
+                     for s in students if roster and s not in roster]
+        records = {(s, a): place(course, submissions, s, a, Path(scratch) / a, tolerant=tolerant)
+                   for a in assignments for s in students}
+    for record in records.values():
+        if record.status != "pending":
+            forget(course, record.assignment, record.student)
+            if autograder is not None:
+                autograder.forget(record.assignment, record.student)
+    return records, warnings
+
+
+def demo(root=None, reports_dir=None, autograder=None, **options):
+    """:func:`grade` on the kit's example class (tests/fixtures/example_class), all assignments."""
+    course = Course(root if root is not None else kit_root())
+    example = course.root / EXAMPLE_CLASS
+    if not example.is_dir():
+        raise FileNotFoundError(f"root: no example class at {example}")
+    return grade(course, [], example, example / "students.csv", reports_dir, autograder, **options)
+
+
+def kit_root():
+    """The repository this package was installed from (editable install), which holds the example class."""
+    root = Path(__file__).resolve().parents[3]
+    if not (root / EXAMPLE_CLASS).is_dir():
+        raise FileNotFoundError(f"root: {root} is not the kit's repository; pass the course folder explicitly")
+    return root
+
+
+def existing_dir(path, name):
+    path = Path(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"{name}: {path} is not a folder")
+    return path.resolve()
+
+
+def read_roster(path):
+    """{student id: {column: value}} from a class-list CSV, read the way ``nbgrader db student import`` does."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"students_csv: {path} does not exist")
+    with open(path, newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        reader.fieldnames = [name.strip() for name in reader.fieldnames or []]
+        if "id" not in reader.fieldnames:
+            raise ValueError(f"students_csv: {path} needs an 'id' column, got columns {reader.fieldnames}")
+        roster = {}
+        for line, row in enumerate(reader, start=2):
+            student = (row["id"] or "").strip()
+            if not student or student in roster:
+                raise ValueError(f"students_csv: {path} line {line}: id {student!r} is empty or repeated")
+            roster[student] = {k: (row.get(k) or None) for k in STUDENT_COLUMNS if k in row}
+    return roster
+
+
+def class_list(roster, submissions):
+    """Every student on the roster or with a folder in ``submissions``, sorted."""
+    folders = {p.name for p in submissions.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))}
+    students = sorted(set(roster) | folders)
+    if not students:
+        raise ValueError(f"submissions: no student folder in {submissions} and no class list")
+    return students
+
+
+def sync_gradebook(course, assignments, scratch):
+    """Record ``assignments`` from source/ in the gradebook; return warnings about release/ drift."""
+    release(course, assignments, release_dir=scratch)
+    warnings = []
+    for assignment in assignments:
+        differences = compare_trees(course.assignment_dir("release", assignment), scratch / assignment)
+        if differences:
+            warnings.append(f"release/{assignment} is not what source/ generates today (students may hold an "
+                            f"older version): {'; '.join(differences)}")
+    return warnings
+
+
+def enrol(course, roster, students):
+    """Create or update each student in the gradebook (roster details where the CSV has them)."""
+    with Gradebook(course.db_url, course.course_id) as gradebook:
+        for student in students:
+            details = {k: v for k, v in roster.get(student, {}).items() if v is not None}
+            gradebook.update_or_create_student(student, **details)
+
+
+def place(course, submissions, student, assignment, released, copy=True, tolerant=False):
+    """Collect one submission into submitted/ (when ``copy`` and it is not there already) and pre-check
+    it; 'pending' if gradable.
+
+    A submission whose folder is, or holds, a symbolic link (a link to source/ would have the
+    instructor's notebook graded as the student's) or anything but folders and plain files (copying a
+    named pipe would hang the batch) is rejected and not copied. With ``tolerant`` (the
+    sandboxed grader) a notebook nbformat rejects but whose cells can be read is still graded: its
+    cells run as they are, and the reason becomes a remark.
+    """
+    record = Submission(student, assignment)
+    original = submissions / student / assignment
+    odd = odd_entries(original)
+    if copy:
+        target = course.assignment_dir("submitted", assignment, student)
+        if original.resolve() != target.resolve():
+            remove_tree(target)
+            if original.is_dir() and not odd:
+                shutil.copytree(original, target, symlinks=True)
+    huge = [p.name for p in released.glob("*.ipynb")
+            if (original / p.name).is_file() and (original / p.name).stat().st_size > runner.MAX_NOTEBOOK_BYTES]
+    if odd:
+        record.status = "rejected"
+        path, what = odd[0]
+        where = f"{student}/{assignment}" + ("" if path == "." else f"/{path}")
+        record.issues = [f"{where} is {what}; hand in plain files"]
+    elif not original.is_dir():
+        record.status, record.issues = "missing", [f"nothing handed in (no folder {student}/{assignment}/)"]
+    elif huge:                                          # never read a file that size into the grader's memory
+        record.status = "rejected"
+        record.issues = [f"{name} is larger than {runner.MAX_NOTEBOOK_BYTES // 2**20} MiB" for name in huge]
+    else:
+        issues = check_submission(original, released, course.assignment_dir("source", assignment))
+        if tolerant and any(issue.fatal for issue in issues) and runnable(original, released):
+            issues = [Issue(f"{issue.reason} (graded anyway: its cells could be read)") if issue.fatal else issue
+                      for issue in issues]
+        record.issues = [issue.reason for issue in issues]
+        record.status = "rejected" if any(issue.fatal for issue in issues) else "pending"
+    if record.status == "rejected":
+        log.warning("%s / %s rejected: %s", student, assignment, "; ".join(record.issues))
+    return record
+
+
+def odd_entries(folder):
+    """[(path relative to ``folder``, what it is)] for every symbolic link (also one on the way to
+    ``folder``: path '.') and every entry that is neither a folder nor a plain file, sorted."""
+    folder = Path(folder)
+    if os.path.realpath(folder) != os.path.abspath(folder):
+        exists = folder.is_symlink() or folder.exists()
+        return [(".", "a symbolic link (or lies behind one)")] if exists else []
+    if not folder.is_dir():
+        return []
+    found = []
+    for top, folders, files in os.walk(folder):
+        for name in folders + files:
+            path = os.path.join(top, name)
+            mode = os.lstat(path).st_mode
+            if stat.S_ISLNK(mode):
+                found.append((os.path.relpath(path, folder), "a symbolic link"))
+            elif not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                found.append((os.path.relpath(path, folder), "not a plain file"))
+    return sorted(found)
+
+
+def runnable(original, released):
+    """True when every released notebook is in ``original`` with a list of cells the runner can run."""
+    names = [path.name for path in released.glob("*.ipynb")]
+    return bool(names) and all((original / name).is_file() and runner.read_cells(original / name)[2] is None
+                               for name in names)
+
+
+def reset_automatic_scores(course, jobs):
+    """Clear old automatic scores of the submissions about to be graded; manual scores stay.
+
+    nbgrader only overwrites the scores of the cells it finds, so a test cell deleted since the last run
+    would otherwise keep its old score.
+    """
+    with Gradebook(course.db_url, course.course_id) as gradebook:
+        for job in jobs:
+            try:
+                submission = gradebook.find_submission(job.assignment, job.student)
+            except MissingEntry:
+                continue
+            for notebook in submission.notebooks:
+                for grade in notebook.grades:
+                    grade.auto_score = None
+        gradebook.db.commit()
+
+
+def settle(course, api, record, outcome, logs_dir, autograder=None, quiet=False):
+    """Record an autograde outcome; feedback for graded work (nbgrader's, unless the grader wrote its
+    own), forget failed work; keep the grader's log."""
+    record.seconds = outcome.seconds
+    record.issues += [issue for issue in outcome.issues if issue not in record.issues]
+    record.resumed = outcome.resumed
+    text = outcome.log
+    writes_feedback = getattr(autograder, "writes_feedback", False)
+    if outcome.ok:
+        record.status = "graded"
+        record.failures = dict(outcome.failures or {})
+        record.checks = outcome.checks
+        if writes_feedback:
+            record.feedback = str(outcome.feedback) if outcome.feedback else None
+        else:
+            feedback = api.generate_feedback(record.assignment, record.student, force=True)
+            text += feedback.get("log", "") + feedback.get("error", "")
+            if not feedback["success"]:
+                record.issues.append("feedback HTML could not be generated (see the log)")
+            else:
+                page = course.assignment_dir("feedback", record.assignment, record.student)
+                record.feedback = str(next(iter(sorted(page.glob("*.html"))), page))
+    else:
+        record.status = "failed"
+        forget(course, record.assignment, record.student)
+        if autograder is not None:
+            autograder.forget(record.assignment, record.student)
+    logs_dir.mkdir(parents=True, exist_ok=True)
+    (logs_dir / f"{record.assignment}--{record.student}.log").write_text(text, encoding="utf-8")
+    (log.debug if quiet else log.info)(
+        "%s / %s %s in %.1f s%s", record.student, record.assignment, record.status, outcome.seconds,
+        (": " + "; ".join(record.issues)) if record.issues else "")
+
+
+def forget(course, assignment, student):
+    """Drop a submission's scores, autograded copy and nbgrader feedback, so nothing stale survives."""
+    for step in ("autograded", "feedback"):
+        remove_tree(course.assignment_dir(step, assignment, student))
+    with Gradebook(course.db_url, course.course_id) as gradebook:
+        try:
+            gradebook.remove_submission(assignment, student)
+        except MissingEntry:
+            pass
+
+
+def remove_tree(path):
+    if path.is_symlink():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)
+
+
+def write_reports(course, run, reports_dir):
+    """Write grades.csv (nbgrader export), cells.csv, checks.csv (sandboxed grader), scores.png,
+    success.png, table.txt and report.json."""
+    reports_dir.mkdir(parents=True, exist_ok=True)
+    names = ["grades.csv", "cells.csv", "scores.png", "success.png", "table.txt", "report.json"]
+    checked = {key: record.checks for key, record in run.submissions.items() if record.checks}
+    if checked:
+        names.insert(2, "checks.csv")
+    paths = {name: reports_dir / name for name in names}
+    export_totals(course, paths["grades.csv"], run.assignments)
+    write_cell_csv(run.table, paths["cells.csv"])
+    if checked:
+        write_check_csv(checked, paths["checks.csv"])
+    plot_totals(run.table, paths["scores.png"])
+    handed_in = {key for key, record in run.submissions.items() if record.status != "missing"}
+    plot_success(run.table, handed_in, paths["success.png"])
+    paths["table.txt"].write_text(run.text() + "\n", encoding="utf-8")
+    paths["report.json"].write_text(json.dumps(report(run), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return paths
+
+
+def report(run):
+    """JSON-ready summary: per student and assignment, points per cell, total, status and issues."""
+    students = {}
+    for (student, assignment), record in sorted(run.submissions.items()):
+        entry = asdict(record)
+        del entry["student"], entry["assignment"], entry["checks"]
+        entry["points"] = run.table.points[student, assignment]
+        entry["total"] = run.table.total(student, assignment)
+        students.setdefault(student, {})[assignment] = entry
+    return {"assignments": {a: dict(run.table.cells[a]) for a in run.assignments},
+            "students": students, "warnings": run.warnings}

@@ -1,0 +1,173 @@
+"""Look at a submission before grading it, without running nbgrader or any student code.
+
+A *fatal* issue means nbgrader cannot grade the submission at all (no notebook, not JSON, not a valid
+notebook): the pipeline skips it and reports the reason. Other issues are remarks for the instructor
+(a deleted test cell, an edited read-only cell, answers left as released, code naming the reference
+solutions, extra or missing files); the submission is graded anyway.
+"""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+# Files a student's tools leave behind; never worth a remark.
+NOISE = {".ipynb_checkpoints", "__pycache__", ".DS_Store", "timestamp.txt"}
+# The kit's reference solutions: student code that names them is worth the instructor's look.
+REFERENCE_MODULES = ("attnkit_assignments", "attnkit.solutions")
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One thing wrong with a submission; ``fatal`` when it cannot be graded at all."""
+
+    reason: str
+    fatal: bool = False
+
+    def __str__(self):
+        return self.reason
+
+
+def check_submission(submission_dir, release_dir, source_dir=None):
+    """Issues of the submission in ``submission_dir`` against the released assignment in ``release_dir``.
+
+    ``source_dir`` (the instructor's version, optional) is a second accepted version of read-only cells:
+    test cells there may hold hidden tests the release does not show.
+    Returns a list of :class:`Issue` (empty when all is well). Never raises for a bad submission;
+    raises FileNotFoundError when ``release_dir`` holds no notebook (a broken course, not a bad student).
+    """
+    submission_dir, release_dir = Path(submission_dir), Path(release_dir)
+    expected = sorted(release_dir.glob("*.ipynb"))
+    if not expected:
+        raise FileNotFoundError(f"release_dir: no notebook in {release_dir}; run the release step first")
+    if not submission_dir.is_dir():
+        return [Issue(f"nothing handed in (no folder {submission_dir.name}/)", fatal=True)]
+    issues = []
+    for released in expected:
+        versions = [released] + ([Path(source_dir) / released.name] if source_dir else [])
+        issues += check_notebook(submission_dir / released.name, [p for p in versions if p.is_file()])
+    if any(issue.fatal for issue in issues):
+        return issues
+    return issues + check_files(submission_dir, release_dir)
+
+
+def check_notebook(path, versions):
+    """Issues of the notebook at ``path``; ``versions`` are the instructor's notebooks it may match."""
+    if not path.is_file():
+        return [missing_notebook(path)]
+    notebook, problem = read_notebook(path)
+    if problem:
+        return [Issue(problem, fatal=True)]
+    originals = [nbformat.read(version, as_version=4) for version in versions]
+    remarks = cell_changes(notebook, originals, path.name) + answer_remarks(notebook, originals[0], path.name)
+    return [Issue(reason) for reason in remarks]
+
+
+def missing_notebook(path):
+    """Fatal issue for a notebook that is not where it should be, naming look-alikes when there are some."""
+    others = sorted(p.name for p in path.parent.glob("*.ipynb"))
+    reason = f"notebook {path.name} is missing"
+    if others:
+        reason += f"; found {', '.join(others)} instead (wrong name? it must be {path.name})"
+    return Issue(reason, fatal=True)
+
+
+def read_notebook(path):
+    """(notebook, None) for a readable nbformat-4 notebook, else (None, why not)."""
+    name = path.name
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        return None, f"{name} is not UTF-8 text (byte {error.start})"
+    if not text.strip():
+        return None, f"{name} is empty"
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        return None, f"{name} is not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        return None, f"{name} is JSON but not a notebook (no list of cells)"
+    if data.get("nbformat") != 4:
+        return None, f"{name} has nbformat version {data.get('nbformat')!r}; expected 4"
+    try:
+        notebook = nbformat.reads(text, as_version=4)
+        nbformat.validate(notebook)
+    except Exception as error:  # nbformat raises several types for broken structure
+        return None, f"{name} is not a valid notebook (nbformat: {first_line(error)})"
+    return notebook, None
+
+
+def cell_changes(notebook, originals, name):
+    """Remarks on graded cells: deleted grade cells, and read-only cells matching none of ``originals``.
+
+    The first of ``originals`` (the released notebook) decides which cells exist; nbgrader scores a deleted
+    test cell 0 (or re-runs it when configured to add missing cells) and grades the original of edited ones.
+    """
+    submitted = nbgrader_cells(notebook)
+    versions = [nbgrader_cells(original) for original in originals]
+    remarks = []
+    for grade_id, cell in versions[0].items():
+        meta = cell.metadata["nbgrader"]
+        if grade_id not in submitted:
+            kind = "test cell" if meta.get("grade") and not meta.get("solution") else "graded cell"
+            remarks.append(f"{name}: {kind} '{grade_id}' was deleted")
+        elif meta.get("locked") and all(submitted[grade_id].source != v.get(grade_id, cell).source
+                                        for v in versions):
+            remarks.append(f"{name}: read-only cell '{grade_id}' was edited (nbgrader grades the original)")
+    return remarks
+
+
+def answer_remarks(notebook, released, name):
+    """Remarks on the answers: none changed since the release, or code naming the reference solutions."""
+    original = nbgrader_cells(released)
+    submitted = nbgrader_cells(notebook)
+    answers = [g for g, cell in original.items() if cell.metadata["nbgrader"].get("solution")]
+    remarks = []
+    if answers and all(g in submitted and submitted[g].source == original[g].source for g in answers):
+        remarks.append(f"{name}: no answer changed since the release (nothing attempted?)")
+    for number, cell in enumerate(notebook.cells, start=1):
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        locked = grade_id in original and original[grade_id].metadata["nbgrader"].get("locked")
+        if cell.cell_type == "code" and not locked and any(m in cell.source for m in REFERENCE_MODULES):
+            label = f"'{grade_id}'" if grade_id else f"{number}"
+            remarks.append(f"{name}: cell {label} uses the reference solutions ({REFERENCE_MODULES[0]})")
+    return remarks
+
+
+def nbgrader_cells(notebook):
+    """{grade_id: cell} for the cells nbgrader tracks."""
+    cells = {}
+    for cell in notebook.cells:
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if grade_id:
+            cells.setdefault(grade_id, cell)
+    return cells
+
+
+def check_files(submission_dir, release_dir):
+    """Remarks on files other than the notebooks: extra ones are ignored, missing ones come from the course."""
+    handed_in, released = relative_files(submission_dir), relative_files(release_dir)
+    extra = sorted(f for f in handed_in - released if not f.endswith(".ipynb"))
+    stray = sorted(f for f in handed_in - released if f.endswith(".ipynb"))
+    missing = sorted(f for f in released - handed_in if not f.endswith(".ipynb"))
+    issues = []
+    if extra:
+        issues.append(Issue(f"extra files ignored: {', '.join(extra)}"))
+    if stray:
+        issues.append(Issue(f"extra notebooks not graded: {', '.join(stray)}"))
+    if missing:
+        issues.append(Issue(f"files missing (the released copies are used): {', '.join(missing)}"))
+    return issues
+
+
+def relative_files(folder):
+    """Paths (as POSIX strings) of the files under ``folder``, skipping editor and tool noise."""
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*")
+            if p.is_file() and not NOISE.intersection(p.relative_to(folder).parts)}
+
+
+def first_line(error):
+    """The first non-empty line of an exception's message."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__
