@@ -307,7 +307,8 @@ def test_the_autograded_copy_keeps_what_the_formgrader_needs_and_shows_text_only
     """What the sandboxed grader writes into autograded/: release cells and metadata, text streams only
     (escape sequences gone, capped), verdict lines under test cells, inert student markdown."""
     from attnkit_grader import autograded_notebook as autograded
-    from attnkit_grader.autograders.sandboxed import Release, plain_cells
+    from attnkit_grader.autograders.sandboxed import plain_cells
+    from attnkit_grader.release_cells import Release
 
     release = Release.read(Course(ROOT), PS1)
     submission = tampered_submission()
@@ -614,7 +615,7 @@ def test_nbgrader_formgrader_and_feedback_work_on_the_sandboxed_copies(graded, e
     """nbgrader's own machinery on the sandboxed grader's autograded/ copies: the formgrader lists every
     graded submission as autograded with the gradebook's scores and renders the written answers;
     generate_feedback shows them with each cell's score. No copy holds hidden tests or rich outputs."""
-    from attnkit_grader.autograders.sandboxed import Release
+    from attnkit_grader.release_cells import Release
 
     run, _, _ = graded
     course = Course(example_course)

@@ -33,14 +33,16 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from markupsafe import escape
 from conftest import copy_course
 
 from attnkit_grader import Course, grade
-from attnkit_grader.autograders.sandboxed import Release, cell_issues, derive_seed, plain_cells
+from attnkit_grader.autograders.sandboxed import cell_issues, derive_seed, plain_cells
 from attnkit_grader.cli import parser
 from attnkit_grader.feedback import page
 from attnkit_grader.journal import Journal
 from attnkit_grader.progress import Progress, duration
+from attnkit_grader.release_cells import Release
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile_class"
@@ -105,6 +107,37 @@ def test_progress_redraws_one_line_on_a_terminal():
     bar.close()
     text = stream.getvalue()
     assert text.count("\r\x1b[2K") == 2 and text.endswith("done | bo / ps1\n") and text.count("\n") == 1
+
+
+@pytest.mark.parametrize("assignment", [PS1, "ps2_relative_pe"])
+def test_any_change_to_code_that_decides_a_verdict_grades_a_resumed_batch_again(assignment, tmp_path, monkeypatch):
+    """The journal reuses a verdict only under the same fingerprint, and the fingerprint covers the reference,
+    the checks, the probes, the judging engine, the sandbox package and the student package's helpers."""
+    from types import SimpleNamespace
+
+    from attnkit_grader.autograders import sandboxed
+    from attnkit_grader.isolation.limits import Limits
+
+    labels = [label for label, _ in sandboxed.verdict_code(assignment)]
+    for needed in (f"{assignment}/reference.py", f"{assignment}/checks.py",
+                   f"{assignment}/probes/__init__.py", "judging/engine.py",
+                   "judging/compare.py", "attnkit_sandbox/runner.py", "attnkit_sandbox/probing.py",
+                   "attnkit/checking.py"):
+        assert needed in labels, needed
+    autograder = SimpleNamespace(course=Course(ROOT), key="", cell_timeout=30, retries=2, limits=Limits())
+    release = Release.read(autograder.course, assignment)
+    before = sandboxed.SandboxAutograder.fingerprint(autograder, release)
+    assert sandboxed.SandboxAutograder.fingerprint(autograder, release) == before
+    real = sandboxed.verdict_code
+    for label, path in real(assignment):
+        if label.endswith(("reference.py", "checks.py", "probes/__init__.py", "engine.py")):
+            edited = tmp_path / label.replace("/", "_")
+            edited.write_bytes(path.read_bytes() + b"\n# a fix\n")
+            monkeypatch.setattr(sandboxed, "verdict_code", lambda a, label=label, edited=edited: [
+                (lab, edited if lab == label else p) for lab, p in real(a)])
+            assert sandboxed.SandboxAutograder.fingerprint(autograder, release) != before, label
+    monkeypatch.setattr(sandboxed, "verdict_code", real)
+    assert sandboxed.SandboxAutograder.fingerprint(autograder, release) == before
 
 
 def test_seeds_depend_on_course_assignment_and_student_only():
@@ -377,7 +410,7 @@ def test_feedback_shows_each_check_and_its_message_never_hidden_test_code(hostil
         assert all(line not in text for line in hidden), student
         for checks in record.checks.values():
             for name, _, _, passed, message, _ in checks:
-                assert html.escape(name) in text and (passed or html.escape(message) in text)
+                assert escape(name) in text and (passed or escape(message) in text)   # jinja2's escaping
 
 
 @pytest.mark.slow

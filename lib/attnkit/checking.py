@@ -32,9 +32,14 @@ class CheckFailed(AssertionError):
     """A check found a wrong answer; the message says what to fix."""
 
 
-def _fmt(x):
-    """A number with 4 significant digits (integers as they are)."""
-    if isinstance(x, int) or (isinstance(x, float) and x.is_integer() and abs(x) < 1e6):
+def fmt(x):
+    """A number as short text: whole numbers below a million as integers, others with 4 significant digits
+    (Python and numpy numbers alike; the notebooks' checks and the grader's judge both word numbers so)."""
+    try:
+        x = float(x)
+    except (TypeError, ValueError):        # a complex number or another object: as Python shows it
+        return str(x)
+    if x.is_integer() and abs(x) < 1e6:
         return str(int(x))
     return f"{x:.4g}"
 
@@ -116,7 +121,7 @@ class Checks:
         self.results.append((what, points, message, kind))
         status = "ok  " if message is None else "FAIL"
         earned = points if message is None else 0.0
-        worth = f"{_fmt(earned)}/{_fmt(points)}" if points else "not scored"
+        worth = f"{fmt(earned)}/{fmt(points)}" if points else "not scored"
         print(f"{status} [{worth}] {what}")
         if message is not None:
             print(f"       -> {message}")
@@ -133,24 +138,24 @@ class Checks:
         ran = sum(p for _, p, _, _ in self.results)
         earned = sum(p for _, p, m, _ in self.results if m is None)
         if self.disqualified is not None or ran == 0:
-            print(f"Score: 0 / {_fmt(self.points)} points")
+            print(f"Score: 0 / {fmt(self.points)} points")
             return 0.0
         if ran > self.points + 1e-9:
             # An authoring error, not the student's: never exceed the cell's points.
-            print(f"(checks worth {_fmt(ran)} points ran in a cell worth {_fmt(self.points)})")
+            print(f"(checks worth {fmt(ran)} points ran in a cell worth {fmt(self.points)})")
             earned = earned * self.points / ran
             ran = self.points
         if ran < self.points - 1e-9:
             scaled = round(self.points * earned / ran, 4)
-            print(f"Score: {_fmt(scaled)} / {_fmt(self.points)} points "
-                  f"(visible checks only: {_fmt(earned)} of {_fmt(ran)}; hidden checks run at grading)")
+            print(f"Score: {fmt(scaled)} / {fmt(self.points)} points "
+                  f"(visible checks only: {fmt(earned)} of {fmt(ran)}; hidden checks run at grading)")
             return float(scaled)
         unsupported = self.unsupported()
         if unsupported:
             earned -= unsupported
-            print(f"(the {_fmt(unsupported)} points of shape and property checks count once a comparison "
+            print(f"(the {fmt(unsupported)} points of shape and property checks count once a comparison "
                   f"with the expected values in this cell passes)")
-        print(f"Score: {_fmt(earned)} / {_fmt(self.points)} points")
+        print(f"Score: {fmt(earned)} / {fmt(self.points)} points")
         return float(earned)
 
     def unsupported(self):
@@ -196,7 +201,7 @@ def expect_equal(actual, expected, what):
         index = tuple(int(i) for i in (~same).nonzero()[0])
         got, want = actual[index].item(), expected[index].item()
         raise CheckFailed(f"{what}: {int((~same).sum())} entries differ; first at index {index}: "
-                          f"got {_fmt(got)}, expected {_fmt(want)}")
+                          f"got {fmt(got)}, expected {fmt(want)}")
 
 
 def expect_close(actual, expected, what, atol):
@@ -211,8 +216,8 @@ def expect_close(actual, expected, what, atol):
     if worst > atol:
         index = tuple(int(i) for i in torch.nonzero(error == error.max())[0])
         raise CheckFailed(f"{what} is off by up to {worst:.3g} (tolerance {atol:.3g}); "
-                          f"at index {index}: got {_fmt(actual[index].item())}, "
-                          f"expected {_fmt(expected[index].item())}")
+                          f"at index {index}: got {fmt(actual[index].item())}, "
+                          f"expected {fmt(expected[index].item())}")
 
 
 def expect_raises(exception, function, what):

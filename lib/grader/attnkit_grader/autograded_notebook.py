@@ -10,7 +10,7 @@ valid nbformat 4. It needs neither checksums that match nor the hidden tests.
 
 The copy is built in the grading parent, never in a sandbox, from:
 
-- the submission as :meth:`~attnkit_grader.autograders.sandboxed.Release.restored` gives it (read-only cells put
+- the submission as :meth:`~attnkit_grader.release_cells.Release.restored` gives it (read-only cells put
   back from the RELEASE, so no hidden test is ever in it), with the release's nbgrader metadata and cell
   type on the first cell of each release ``grade_id`` (as nbgrader's OverwriteCells and DeduplicateIds
   do; later copies and unknown ids lose their nbgrader metadata) and no other cell metadata;
@@ -34,14 +34,19 @@ import tokenize
 from pathlib import Path
 
 import nbformat
+from nbconvert.filters import strip_ansi
 
-from . import feedback
+from . import files
+from .release_cells import grade_id_of
 
 OUTPUT_CHARS = 10_000          # characters kept of one stream (stdout or stderr) of one cell
 NOTEBOOK_CHARS = 200_000       # characters of captured output kept in one copy (the journal holds them)
 ATTACHMENT_TYPES = ("image/png", "image/jpeg", "image/gif")
 CELL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-ANSI = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
+# nbconvert's strip_ansi removes the colour and cursor sequences (CSI). What it leaves: operating-system
+# commands (OSC: ESC ] ... BEL or ESC \, e.g. a terminal hyperlink, whose payload would show as text) and
+# two-character escapes (ESC M, ESC 7, ...).
+OTHER_ESCAPES = re.compile(r"\x1b(\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 SCHEME = re.compile(r"(?i)(java|vb)(\s*)script(\s*):")
 
@@ -58,7 +63,7 @@ def text_of(value):
 def plain_text(value):
     """Untrusted output as plain text: no ANSI escape sequences, no control characters but tab and newline."""
     text = text_of(value) or ""
-    text = ANSI.sub("", text.replace("\r\n", "\n"))
+    text = OTHER_ESCAPES.sub("", strip_ansi(text.replace("\r\n", "\n")))
     return CONTROL.sub("", text)
 
 
@@ -163,11 +168,10 @@ def safe_attachments(cell):
 def notebook(release, data, entry):
     """The autograded copy (an nbformat NotebookNode) of the submission ``data`` (bytes as handed in).
 
-    ``release``: the assignment's :class:`~attnkit_grader.autograders.sandboxed.Release`; ``entry``: the journal
+    ``release``: the assignment's :class:`~attnkit_grader.release_cells.Release`; ``entry``: the journal
     entry of the submission (its ``checks``, ``cells`` and ``outputs``). ValueError when the submission
     has no list of cells (such a submission is never graded).
     """
-    from .autograders.sandboxed import grade_id_of                   # sandboxed imports this module
 
     try:
         restored = json.loads(release.restored(data).decode("utf-8"))
@@ -279,7 +283,7 @@ def write(path, node):
             return False
     except OSError:
         pass
-    feedback.write(path, data)
+    files.write(path, data)
     return True
 
 

@@ -4,12 +4,10 @@ A page shows, per graded cell, the points, and for autograded cells every check 
 decided (passed or not, its points, the message saying what to fix). The source of the hidden tests
 is never shown, and the grader never reads it; the release's visible test cells can be shown on
 request (``show_tests``), as students already have them. Everything that came from the student's
-run (error messages, reasons) is escaped: it is untrusted text.
+run (error messages, reasons) is escaped by jinja2's autoescaping: it is untrusted text.
 """
 
-import html
-import os
-from pathlib import Path
+import jinja2
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
@@ -24,7 +22,43 @@ pre { background: #f6f8fa; padding: .6rem; overflow-x: auto; font-size: .85rem; 
 
 
 def number(value):
+    """Points as short text: 2 -> '2', 1.5 -> '1.5', None (not graded yet) -> 'pending'."""
     return "pending" if value is None else f"{value:g}"
+
+
+# Autoescaped: every value is escaped unless marked safe, and nothing here is: names, messages and reasons
+# come from the student's run.
+TEMPLATE = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
+                              lstrip_blocks=True).from_string("""<!DOCTYPE html>
+<html lang="en">
+<head><meta charset="utf-8"><title>{{ assignment }} – feedback for {{ student }}</title>
+<style>{{ style }}</style></head>
+<body>
+<h1>{{ assignment }}: feedback for {{ student }}</h1>
+<p><strong>Autograded: {{ earned }} / {{ top }} points.</strong>
+{% if manual %} Written answers ({{ manual | join(", ") }}) are graded by hand.{% endif %}</p>
+<p>Your functions were called on fresh inputs chosen by the grader, and their results compared with the
+reference solution outside your notebook. Each check below says what it tested and, when it failed, what
+was wrong.</p>
+{% if issues %}
+<div class="note"><p>While grading your notebook:</p><ul>{% for issue in issues %}<li>{{ issue }}</li>{% endfor %}</ul></div>
+{% endif %}
+{% for cell in cells %}
+<h2>{{ cell.grade_id }} <small>({{ cell.score }} / {{ cell.max_points }} points)</small></h2>
+{% if cell.written %}
+<p>A written answer: graded by hand{{ " (no answer was given)" if cell.unanswered }}.</p>
+{% elif cell.checks %}
+<table>{% for check in cell.checks %}<tr><td class="mark {{ 'pass' if check.passed else 'fail' }}">{{ "\u2713" if check.passed else "\u2717" }}</td><td>{{ check.name }}{% if check.message %}<div class="message">{{ check.message }}</div>{% endif %}</td><td class="points">{{ check.points }} / {{ check.max_points }}</td></tr>{% endfor %}</table>
+{% else %}
+<p>No automatic check exists for this cell: it is graded by hand.</p>
+{% endif %}
+{% if cell.source %}
+<details><summary>The visible test cell, as released</summary><pre>{{ cell.source }}</pre></details>
+{% endif %}
+{% endfor %}
+</body>
+</html>
+""")
 
 
 def page(entry, cells, show_tests=False):
@@ -33,63 +67,19 @@ def page(entry, cells, show_tests=False):
     ``entry``: the grader's record (see :mod:`attnkit_grader.autograders.sandboxed`); ``cells``: the release's
     graded cells [(grade_id, kind, max points, visible source)] in notebook order.
     """
-    e = html.escape
     scores, checks = entry["scores"], entry["checks"]
     auto = [(g, m) for g, kind, m, _ in cells if kind == "test"]
-    earned = sum(scores.get(g) or 0.0 for g, _ in auto)
-    top = sum(m for _, m in auto)
-    manual = [g for g, kind, _, _ in cells if kind == "written"]
-    parts = [f"<!DOCTYPE html>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\">"
-             f"<title>{e(entry['assignment'])} – feedback for {e(entry['student'])}</title>"
-             f"<style>{STYLE}</style></head>\n<body>",
-             f"<h1>{e(entry['assignment'])}: feedback for {e(entry['student'])}</h1>",
-             f"<p><strong>Autograded: {earned:g} / {top:g} points.</strong>"
-             + (f" Written answers ({', '.join(e(g) for g in manual)}) are graded by hand." if manual else "")
-             + "</p>",
-             "<p>Your functions were called on fresh inputs chosen by the grader, and their results compared "
-             "with the reference solution outside your notebook. Each check below says what it tested and, "
-             "when it failed, what was wrong.</p>"]
-    if entry.get("issues"):
-        items = "".join(f"<li>{e(issue)}</li>" for issue in entry["issues"])
-        parts.append(f"<div class=\"note\"><p>While grading your notebook:</p><ul>{items}</ul></div>")
+    shown = []
     for grade_id, kind, max_points, source in cells:
         score = scores.get(grade_id)
-        parts.append(f"<h2>{e(grade_id)} <small>({number(score)} / {max_points:g} points)</small></h2>")
-        if kind == "written":
-            parts.append("<p>A written answer: graded by hand"
-                         + (" (no answer was given)." if score == 0 else ".") + "</p>")
-            continue
-        rows = []
-        for check in checks.get(grade_id, []):
-            name, points, top_points, passed, message = check[:5]
-            mark = "<td class=\"mark pass\">&#10003;</td>" if passed else "<td class=\"mark fail\">&#10007;</td>"
-            detail = f"<div class=\"message\">{e(message)}</div>" if message else ""
-            rows.append(f"<tr>{mark}<td>{e(name)}{detail}</td>"
-                        f"<td class=\"points\">{points:g} / {top_points:g}</td></tr>")
-        if rows:
-            parts.append("<table>" + "".join(rows) + "</table>")
-        else:
-            parts.append("<p>No automatic check exists for this cell: it is graded by hand.</p>")
-        if show_tests and source:
-            parts.append("<details><summary>The visible test cell, as released</summary>"
-                         f"<pre>{e(source)}</pre></details>")
-    parts.append("</body>\n</html>\n")
-    return "\n".join(parts)
-
-
-def write(path, content):
-    """Write ``content`` (text, as UTF-8, or bytes) to ``path`` atomically: a killed grader never leaves half
-    a file. Used for the feedback pages and the autograded copies."""
-    path = Path(path)
-    data = content.encode("utf-8") if isinstance(content, str) else content
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(temporary, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-    return path
+        shown.append({
+            "grade_id": grade_id, "score": number(score), "max_points": number(max_points),
+            "written": kind == "written", "unanswered": score == 0,
+            "source": source if show_tests and kind != "written" else None,
+            "checks": [{"name": c[0], "points": number(c[1]), "max_points": number(c[2]), "passed": c[3],
+                        "message": c[4]} for c in checks.get(grade_id, [])],
+        })
+    return TEMPLATE.render(
+        assignment=entry["assignment"], student=entry["student"], style=STYLE,
+        earned=number(sum(scores.get(g) or 0.0 for g, _ in auto)), top=number(sum(m for _, m in auto)),
+        manual=[g for g, kind, _, _ in cells if kind == "written"], issues=entry.get("issues") or [], cells=shown)

@@ -38,6 +38,7 @@ from attnkit_sandbox import runner
 
 from .autograders.base import Job, NbgraderAutograder
 from .course import Course
+from .files import remove
 from .precheck import Issue, check_submission
 from .progress import Progress
 from .releases import compare_trees, release
@@ -152,7 +153,7 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
     bar = Progress(len(jobs)) if progress and jobs else None
     for outcome in autograder.run(jobs):
         record = records[outcome.job.student, outcome.job.assignment]
-        settle(course, api, record, outcome, reports_dir / "logs", autograder, quiet=bar is not None)
+        record_outcome(course, api, record, outcome, reports_dir / "logs", autograder, quiet=bar is not None)
         if bar:
             bar.update(f"{record.student} / {record.assignment}", progress_note(record, outcome),
                        timed=not outcome.resumed)
@@ -294,7 +295,7 @@ def place(course, submissions, student, assignment, released, copy=True, toleran
     if copy:
         target = course.assignment_dir("submitted", assignment, student)
         if original.resolve() != target.resolve():
-            remove_tree(target)
+            remove(target)
             if original.is_dir() and not odd:
                 shutil.copytree(original, target, symlinks=True)
     huge = [p.name for p in released.glob("*.ipynb")
@@ -367,7 +368,7 @@ def reset_automatic_scores(course, jobs):
         gradebook.db.commit()
 
 
-def settle(course, api, record, outcome, logs_dir, autograder=None, quiet=False):
+def record_outcome(course, api, record, outcome, logs_dir, autograder=None, quiet=False):
     """Record an autograde outcome; feedback for graded work (nbgrader's, unless the grader wrote its
     own), forget failed work; keep the grader's log."""
     record.seconds = outcome.seconds
@@ -404,19 +405,12 @@ def settle(course, api, record, outcome, logs_dir, autograder=None, quiet=False)
 def forget(course, assignment, student):
     """Drop a submission's scores, autograded copy and nbgrader feedback, so nothing stale survives."""
     for step in ("autograded", "feedback"):
-        remove_tree(course.assignment_dir(step, assignment, student))
+        remove(course.assignment_dir(step, assignment, student))
     with Gradebook(course.db_url, course.course_id) as gradebook:
         try:
             gradebook.remove_submission(assignment, student)
         except MissingEntry:
             pass
-
-
-def remove_tree(path):
-    if path.is_symlink():
-        path.unlink()
-    elif path.is_dir():
-        shutil.rmtree(path)
 
 
 def write_reports(course, run, reports_dir):

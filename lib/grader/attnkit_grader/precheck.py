@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+from nbgrader.utils import is_grade, is_locked, is_solution
+
+from .release_cells import grade_id_of
 
 # Files a student's tools leave behind; never worth a remark.
 NOISE = {".ipynb_checkpoints", "__pycache__", ".DS_Store", "timestamp.txt"}
@@ -108,11 +111,10 @@ def cell_changes(notebook, originals, name):
     versions = [nbgrader_cells(original) for original in originals]
     remarks = []
     for grade_id, cell in versions[0].items():
-        meta = cell.metadata["nbgrader"]
         if grade_id not in submitted:
-            kind = "test cell" if meta.get("grade") and not meta.get("solution") else "graded cell"
+            kind = "test cell" if is_grade(cell) and not is_solution(cell) else "graded cell"
             remarks.append(f"{name}: {kind} '{grade_id}' was deleted")
-        elif meta.get("locked") and all(submitted[grade_id].source != v.get(grade_id, cell).source
+        elif is_locked(cell) and all(submitted[grade_id].source != v.get(grade_id, cell).source
                                         for v in versions):
             remarks.append(f"{name}: read-only cell '{grade_id}' was edited (nbgrader grades the original)")
     return remarks
@@ -122,13 +124,13 @@ def answer_remarks(notebook, released, name):
     """Remarks on the answers: none changed since the release, or code naming the reference solutions."""
     original = nbgrader_cells(released)
     submitted = nbgrader_cells(notebook)
-    answers = [g for g, cell in original.items() if cell.metadata["nbgrader"].get("solution")]
+    answers = [g for g, cell in original.items() if is_solution(cell)]
     remarks = []
     if answers and all(g in submitted and submitted[g].source == original[g].source for g in answers):
         remarks.append(f"{name}: no answer changed since the release (nothing attempted?)")
     for number, cell in enumerate(notebook.cells, start=1):
-        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-        locked = grade_id in original and original[grade_id].metadata["nbgrader"].get("locked")
+        grade_id = grade_id_of(cell)
+        locked = grade_id in original and is_locked(original[grade_id])
         if cell.cell_type == "code" and not locked and any(m in cell.source for m in REFERENCE_MODULES):
             label = f"'{grade_id}'" if grade_id else f"{number}"
             remarks.append(f"{name}: cell {label} uses the reference solutions ({REFERENCE_MODULES[0]})")
@@ -139,7 +141,7 @@ def nbgrader_cells(notebook):
     """{grade_id: cell} for the cells nbgrader tracks."""
     cells = {}
     for cell in notebook.cells:
-        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        grade_id = grade_id_of(cell)
         if grade_id:
             cells.setdefault(grade_id, cell)
     return cells

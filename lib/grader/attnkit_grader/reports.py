@@ -12,6 +12,9 @@ import nbformat
 from matplotlib.figure import Figure
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins import CsvExportPlugin
+from nbgrader.utils import is_grade
+
+from .feedback import number
 
 
 @dataclass
@@ -74,8 +77,8 @@ def grade_cells(course, assignment):
     for name in names:
         notebook = nbformat.read(course.assignment_dir("source", assignment) / f"{name}.ipynb", as_version=4)
         for cell in notebook.cells:
-            meta = cell.metadata.get("nbgrader", {})
-            if meta.get("grade"):
+            if is_grade(cell):
+                meta = cell.metadata.nbgrader
                 key = f"{name}:{meta['grade_id']}" if len(names) > 1 else meta["grade_id"]
                 cells.append((key, float(meta.get("points", 0))))
     return cells
@@ -99,11 +102,6 @@ def format_table(table, assignment, statuses):
     lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
              for row in rows]
     return "\n".join(lines)
-
-
-def number(value):
-    """Points as short text: 2 -> '2', 1.5 -> '1.5'."""
-    return f"{value:g}"
 
 
 def write_cell_csv(table, path):

@@ -22,6 +22,9 @@ from pathlib import Path
 import nbformat
 from nbformat.warnings import MissingIDFieldWarning
 from sqlalchemy.exc import SAWarning
+from nbgrader.utils import is_grade, is_solution
+
+from ..release_cells import grade_id_of
 
 from ..precheck import first_line
 
@@ -130,32 +133,49 @@ def nbgrader_failure(log):
 
 def execution_issues(notebook, name, timeout):
     """Timeouts anywhere, and errors in cells that are not tests (failed tests just cost their points)."""
-    issues, later_errors = [], 0
+    outcomes = []
     for number, cell in enumerate(notebook.cells, start=1):
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         if not errors:
             continue
-        error, where = errors[0], f"{name} cell {number}{cell_label(cell)}"
+        where = f"{name} cell {number}{cell_label(cell)}"
         if any(e.ename == "CellTimeoutError" for e in errors):
-            issues.append(f"{where} ran over the {timeout} s limit and was interrupted")
-        elif is_test(cell):
+            outcomes.append((where, "timeout", is_test(cell), f"ran over the {timeout} s limit and was interrupted"))
+        else:
+            error = errors[0]
+            outcomes.append((where, "error", is_test(cell), f"{error.ename}: {first_line(error.evalue or error.ename)}"))
+    return issues_from_cells(outcomes, f" of {name}")
+
+
+def issues_from_cells(outcomes, of_what=""):
+    """The remarks both graders give on how the cells ran, in the same words.
+
+    ``outcomes``: (where, "timeout" or "error", is a test cell, text) per cell that did not end well, in
+    order; for a timeout the text says what happened, for an error it is "ExceptionName: message".
+    Every timeout is reported; of the errors outside test cells (a failed test just costs its points) the
+    first is reported and the later ones counted.
+    """
+    issues, later = [], 0
+    for where, status, test, text in outcomes:
+        if status == "timeout":
+            issues.append(f"{where} {text}")
+        elif status != "error" or test:
             continue
-        elif any("raised" in issue for issue in issues):
-            later_errors += 1
-        elif error.ename == "NotImplementedError":
+        elif any(" raised " in issue for issue in issues):
+            later += 1
+        elif text.startswith("NotImplementedError"):
             issues.append(f"{where} raised NotImplementedError (left unanswered?)")
         else:
-            issues.append(f"{where} raised {error.ename}: {first_line(error.evalue or error.ename)}")
-    if later_errors:
-        issues.append(f"{later_errors} later non-test cell(s) of {name} also raised")
+            issues.append(f"{where} raised {text}")
+    if later:
+        issues.append(f"{later} later non-test cell(s){of_what} also raised")
     return issues
 
 
 def cell_label(cell):
-    grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+    grade_id = grade_id_of(cell)
     return f" ('{grade_id}')" if grade_id else ""
 
 
 def is_test(cell):
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return bool(meta.get("grade")) and not meta.get("solution")
+    return bool(is_grade(cell)) and not is_solution(cell)

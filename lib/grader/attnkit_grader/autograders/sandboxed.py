@@ -51,16 +51,18 @@ from sqlalchemy.exc import SAWarning
 import attnkit
 import attnkit_assignments
 import attnkit_sandbox
-from attnkit_sandbox import channel, runner
+from attnkit_sandbox import channel
 
-from .. import autograded_notebook, feedback, judging
+from .. import autograded_notebook, feedback, files, judging
+from ..files import remove
 from ..course import NBGRADER_LOGGER
 from ..isolation import bwrap, notebook_run, staging
 from ..isolation.limits import Limits, worker_uid
 from ..journal import Journal
 from ..judging import engine as judges
 from ..judging import registry
-from .base import Autograder, Outcome
+from ..release_cells import Release
+from .base import Autograder, Outcome, issues_from_cells
 
 log = logging.getLogger(__name__)
 
@@ -76,23 +78,6 @@ def derive_seed(course_id, assignment, student, key=""):
     return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
 
 
-def grade_id_of(cell):
-    """The nbgrader grade_id of a cell dict read from untrusted JSON, or None."""
-    if not isinstance(cell, dict):
-        return None
-    metadata = cell.get("metadata")
-    meta = metadata.get("nbgrader") if isinstance(metadata, dict) else None
-    grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
-    return grade_id if isinstance(grade_id, str) else None
-
-
-def source_of(cell):
-    source = cell.get("source", "") if isinstance(cell, dict) else ""
-    if isinstance(source, list) and all(isinstance(line, str) for line in source):
-        return "".join(source)
-    return source if isinstance(source, str) else None
-
-
 # --- the release: what every submission is graded against ----------------------------------------------
 
 def verdict_code(assignment):
@@ -105,119 +90,6 @@ def verdict_code(assignment):
     return sorted((f"{folder.name}/{path.relative_to(folder)}", path) for folder in folders
                   for path in folder.rglob("*.py") if "__pycache__" not in path.parts)
 
-
-@dataclass
-class Release:
-    """The released notebook of one assignment and what the grader needs from it."""
-
-    assignment: str
-    name: str                     # notebook stem, the file students hand in is NAME.ipynb
-    data: bytes
-    notebook: dict
-    cells: list                   # [(grade_id, kind 'test' | 'written', max points, source)] in order
-    locked: dict                  # {grade_id: cell} read-only cells, put back into every submission
-    order: list                   # every grade_id of the release, in order
-    expected: dict                # {grade_id: cell_type} for the runner's remarks
-    solutions: dict               # {grade_id: (cell_type, source)} of the answer cells as released
-
-    @classmethod
-    def read(cls, course, assignment):
-        names = course.notebook_names(assignment, step="release")
-        if len(names) != 1:
-            raise ValueError(f"assignments: the sandboxed grader grades assignments of exactly one notebook; "
-                             f"release/{assignment} has {len(names)} ({', '.join(names) or 'none'})")
-        path = course.assignment_dir("release", assignment) / f"{names[0]}.ipynb"
-        data = path.read_bytes()
-        notebook = json.loads(data.decode("utf-8"))
-        cells, locked, order, solutions = [], {}, [], {}
-        for cell in notebook["cells"]:
-            meta = cell.get("metadata", {}).get("nbgrader", {})
-            grade_id = meta.get("grade_id")
-            if not grade_id:
-                continue
-            order.append(grade_id)
-            if meta.get("locked") or (meta.get("grade") and not meta.get("solution")):
-                locked[grade_id] = cell
-            if meta.get("solution"):
-                solutions[grade_id] = (cell["cell_type"], source_of(cell))
-            if meta.get("grade"):
-                kind = "test" if not meta.get("solution") and cell["cell_type"] == "code" else "written"
-                cells.append((grade_id, kind, float(meta.get("points", 0)), source_of(cell)))
-        release = cls(assignment, names[0], data, notebook, cells, locked, order, runner.expected_cells(notebook),
-                      solutions)
-        release.check_judges()
-        return release
-
-    def check_judges(self):
-        """The release's test cells and points must be those the trusted checks were written for."""
-        if self.assignment not in registry.assignments():
-            raise ValueError(f"assignments: no trusted checks for {self.assignment!r} (the kit's assignment "
-                             f"folders are {', '.join(registry.assignments())}); grade it with --grader nbgrader")
-        tests = {grade_id: points for grade_id, kind, points, _ in self.cells if kind == "test"}
-        judged = registry.max_points(self.assignment)
-        if tests != judged:
-            raise ValueError(f"assignments: the test cells of release/{self.assignment} ({tests}) do not match "
-                             f"the points of its trusted checks ({judged}); update the judges or the release")
-
-    def restored(self, data):
-        """The submitted notebook (bytes) with the release's read-only cells put back, outputs dropped.
-
-        Cells with a release grade_id that is read-only are replaced by the release's cell (so a test
-        cell never holds more than its visible part); those missing are inserted after the cell that
-        precedes them in the release. Anything that is not a readable notebook is passed on as it is:
-        the runner reports why it cannot run it.
-        """
-        try:
-            notebook = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError):
-            return data
-        if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
-            return data
-        cells, seen = [], set()
-        for cell in notebook["cells"]:
-            grade_id = grade_id_of(cell)
-            if grade_id in self.locked:
-                cells.append(self.clean(self.locked[grade_id]))
-                seen.add(grade_id)
-            elif isinstance(cell, dict) and cell.get("cell_type") == "code":
-                cells.append({**cell, "outputs": [], "execution_count": None})
-            else:
-                cells.append(cell)
-        for grade_id in (g for g in self.order if g in self.locked and g not in seen):
-            before = set(self.order[:self.order.index(grade_id)])
-            position = max((i + 1 for i, cell in enumerate(cells) if grade_id_of(cell) in before), default=0)
-            cells.insert(position, self.clean(self.locked[grade_id]))
-        notebook["cells"] = cells
-        return json.dumps(notebook).encode("utf-8")
-
-    @staticmethod
-    def clean(cell):
-        cell = json.loads(json.dumps(cell))
-        if cell.get("cell_type") == "code":
-            cell["outputs"], cell["execution_count"] = [], None
-        return cell
-
-    def answers(self, data):
-        """{grade_id: True when changed since the release} for every answer cell (code and written)."""
-        try:
-            cells = json.loads(data.decode("utf-8"))["cells"]
-            cells = cells if isinstance(cells, list) else []
-        except (UnicodeDecodeError, ValueError, RecursionError, KeyError, TypeError):
-            cells = []
-        submitted = {}
-        for cell in cells:
-            grade_id = grade_id_of(cell)
-            if grade_id and grade_id not in submitted:
-                submitted[grade_id] = cell
-        answered = {}
-        for grade_id, (cell_type, source) in self.solutions.items():
-            cell = submitted.get(grade_id)
-            answered[grade_id] = cell is not None and not (
-                source_of(cell) == source and cell.get("cell_type") == cell_type)
-        return answered
-
-
-# --- one submission -------------------------------------------------------------------------------------
 
 @dataclass
 class Plan:
@@ -292,22 +164,10 @@ def names_cell(text, number):
 def cell_issues(report, release, reason):
     """Remarks on the run, in the words the nbgrader path uses: timeouts, errors outside test cells."""
     tests = {grade_id for grade_id, kind, _, _ in release.cells if kind == "test"}
-    issues, later = [], 0
-    for cell in plain_cells(report):
-        if names_cell(reason, cell["index"]):
-            continue                                   # the reason already says what happened there
-        status, error = cell["status"], cell["error"]
-        if status == "timeout":
-            issues.append(f"{cell_label(cell)} {error or 'ran over its time limit'}")
-        elif status == "error" and cell.get("grade_id") not in tests:
-            if any(" raised " in issue for issue in issues):
-                later += 1
-            elif error.startswith("NotImplementedError"):
-                issues.append(f"{cell_label(cell)} raised NotImplementedError (left unanswered?)")
-            else:
-                issues.append(f"{cell_label(cell)} raised {error}")
-    if later:
-        issues.append(f"{later} later non-test cell(s) also raised")
+    outcomes = [(cell_label(cell), cell["status"], cell.get("grade_id") in tests,
+                 cell["error"] or "ran over its time limit" if cell["status"] == "timeout" else cell["error"])
+                for cell in plain_cells(report) if not names_cell(reason, cell["index"])]   # the reason says it
+    issues = issues_from_cells(outcomes)
     for remark in report.get("remarks", []) if isinstance(report.get("remarks"), list) else []:
         if isinstance(remark, str) and "deleted?" not in remark and remark not in issues:
             issues.append(clip(remark, 300))
@@ -413,7 +273,7 @@ class SandboxAutograder(Autograder):
         for plan in plans:
             entry = self.journal.find(plan.job.student, plan.job.assignment, plan.sha256, grader[plan.job.assignment])
             if entry is not None:
-                yield self.settle(plan, entry, resumed=True)
+                yield self.publish(plan, entry, resumed=True)
             else:
                 todo.append(plan)
         if not todo:
@@ -453,7 +313,7 @@ class SandboxAutograder(Autograder):
                         yield Outcome(plan.job, False, done.seconds,
                                       [f"the judge failed: {type(error).__name__}: {error}"], done.stderr)
                         continue
-                    outcome = self.settle(plan, entry, resumed=False)
+                    outcome = self.publish(plan, entry, resumed=False)
                     self.journal.append(entry)
                     yield outcome
             finally:
@@ -536,11 +396,11 @@ class SandboxAutograder(Autograder):
     def grade_id_at(report, number):
         return next((c["grade_id"] for c in plain_cells(report) if c["index"] == number and c["grade_id"]), None)
 
-    def settle(self, plan, entry, resumed):
+    def publish(self, plan, entry, resumed):
         """Feedback page, the gradebook, then the autograded copy; the Outcome the pipeline records."""
         job, release = plan.job, plan.release
         page = feedback.page(entry, release.cells, self.show_tests)
-        path = feedback.write(self.feedback_dir / job.student / job.assignment / f"{release.name}.html", page)
+        path = files.write(self.feedback_dir / job.student / job.assignment / f"{release.name}.html", page)
         self.write_gradebook(plan, entry)
         trouble = self.write_autograded(plan, entry)
         failures = {grade_id: next((c[4] for c in checks if not c[3]), "")
@@ -649,11 +509,4 @@ def read_timestamp(folder):
         return None
 
 
-def remove(path):
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    elif path.exists() or path.is_symlink():
-        path.unlink()
-
-
-__all__ = ["Release", "SandboxAutograder", "derive_seed"]
+__all__ = ["SandboxAutograder", "derive_seed"]

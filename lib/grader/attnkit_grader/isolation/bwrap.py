@@ -376,7 +376,7 @@ class Sandbox:
         result.seconds = round(time.monotonic() - start, 3)
         result.stdout, result.stderr = bytes(data["stdout"][:limits.output]), bytes(data["stderr"][:limits.output])
         result.files, _ = channel.parse_channel(bytes(data["channel"][:limits.channel]))
-        settle(result, process.returncode, data["status"], limits)
+        record_exit(result, process.returncode, data["status"], limits)
         return result
 
 
@@ -422,7 +422,7 @@ def status_events(status):
     return events
 
 
-def settle(result, returncode, status, limits):
+def record_exit(result, returncode, status, limits):
     """Fill exit_code, signal, started and reason from bwrap's JSON status and exit status."""
     events = status_events(status)
     result.started = "child-pid" in events

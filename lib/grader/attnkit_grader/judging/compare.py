@@ -8,18 +8,13 @@ for the student when the numbers do not satisfy it.
 import numpy as np
 import torch
 
+from attnkit.checking import fmt
+
 __all__ = ["Fail", "Outputs", "as32", "as_tensor", "close", "equal", "expect", "fmt", "scaled", "shape_text", "tolerance"]
 
 
 class Fail(Exception):
     """A check failed; the message says what to fix."""
-
-
-def fmt(x):
-    x = float(x)
-    if x.is_integer() and abs(x) < 1e6:
-        return str(int(x))
-    return f"{x:.4g}"
 
 
 def shape_text(shape):
