@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup sandbox-tools demo test test-lectures test-lectures-all test-fast lab benchmark clean
+.PHONY: setup sandbox-tools demo test test-lectures test-lectures-all test-fast publish lab benchmark clean
 
 setup: $(STAMP) sandbox-tools
 
@@ -47,6 +47,11 @@ test-fast: $(STAMP)
 # grades/. A second run takes every verdict from the journal.
 demo: $(STAMP) sandbox-tools
 	$(PY) -m attnkit_grader demo
+
+# The student edition (lectures, released assignments, the student package; no source/, no grader).
+EDITION ?= build/student-edition
+publish: $(STAMP)
+	$(VENV)/bin/attnkit publish $(EDITION) --force
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab course

@@ -5,7 +5,7 @@ block and ends with ``checks.score()``, whose value nbgrader reads as the cell's
 One failing block costs its own points and no others: every exception is caught and explained.
 Nothing here solves an exercise; the helpers only compare, measure and explain.
 
-Grading policy, the same as the sandboxed grader's trusted judge (``attnkit_grader.judging``):
+Grading policy, the same as the sandboxed grader's trusted judge (in the instructor's grader):
 a check of structure (``kind="structure"``: shapes, dtypes, parameter count) or of a property
 (``kind="property"``: masked keys get 0, invariance under a shift, two versions agree) counts once a
 comparison with the expected values in the same cell passed, since arrays with the right shape or
@@ -117,7 +117,7 @@ class Checks:
 
     def record(self, what, points, message, notes=(), kind="values"):
         """Record and print one check decided elsewhere (``message`` None: passed); the ``with`` blocks
-        and the hidden checks (``attnkit_grader.judging.in_kernel``) both end here."""
+        and the hidden checks (run by the instructor's grader) both end here."""
         self.results.append((what, points, message, kind))
         status = "ok  " if message is None else "FAIL"
         earned = points if message is None else 0.0

@@ -3,6 +3,7 @@
   release [ASSIGNMENT...] [--check]   student versions from source/ (--check: report drift, exit 1 if any)
   grade ASSIGNMENT... --submissions DIR [--students CSV] [--reports DIR] [GRADER OPTIONS]
   demo [--reports DIR] [GRADER OPTIONS]   grade the bundled example class in the kit's repository
+  publish OUT [--force]               the student edition: lectures, released assignments, student package
 
 Grader options: --grader sandbox (default: each submission in a bubblewrap sandbox, verdicts from the
 trusted judges, a pool of --workers N, resumable) or --grader nbgrader (plain nbgrader autograde);
@@ -18,7 +19,8 @@ import sys
 from pathlib import Path
 
 from .course import Course
-from .pipeline import GRADERS, demo, grade
+from .pipeline import GRADERS, demo, grade, kit_root
+from .publish import student_edition
 from .releases import NbgraderError, drift, release
 from .isolation.bwrap import SandboxUnavailable
 
@@ -47,6 +49,10 @@ def parser():
     example = commands.add_parser("demo", help="grade the example class (tests/fixtures/example_class)")
     example.add_argument("--reports", type=Path, metavar="DIR", help="where the reports go (default: COURSE/grades)")
     grader_options(example)
+
+    edition = commands.add_parser("publish", help="build the student edition (no source/, no grader, no solution)")
+    edition.add_argument("out", type=Path, metavar="OUT", help="folder to build it in (outside the repository)")
+    edition.add_argument("--force", action="store_true", help="replace OUT if it exists")
     return top
 
 
@@ -74,7 +80,7 @@ def main(argv=None):
     configure_logging(logging.WARNING if args.quiet else logging.INFO)
     try:
         return COMMANDS[args.command](args)
-    except (ValueError, FileNotFoundError, NbgraderError, SandboxUnavailable) as error:
+    except (ValueError, FileNotFoundError, FileExistsError, NbgraderError, SandboxUnavailable) as error:
         print(f"attnkit: error: {error}", file=sys.stderr)
         return 2
 
@@ -105,6 +111,12 @@ def run_demo(args):
     return 0
 
 
+def run_publish(args):
+    out = student_edition(args.root or kit_root(), args.out, force=args.force)
+    print(f"student edition in {out}")
+    return 0
+
+
 def options(args):
     return {"grader": args.grader, "workers": args.workers, "fresh": args.fresh, "show_tests": args.show_tests,
             "progress": not args.quiet}
@@ -123,10 +135,10 @@ def show(run):
 def configure_logging(level):
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
-    logger = logging.getLogger("attnkit")
+    logger = logging.getLogger("attnkit_grader")
     logger.handlers[:] = [handler]
     logger.setLevel(level)
     logger.propagate = False
 
 
-COMMANDS = {"release": run_release, "grade": run_grade, "demo": run_demo}
+COMMANDS = {"release": run_release, "grade": run_grade, "demo": run_demo, "publish": run_publish}
