@@ -18,6 +18,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from attnkit.checking import CellScoredZero
+
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "source").iterdir() if p.is_dir())
 SOURCE = [ROOT / "source" / a / f"{a}.ipynb" for a in ASSIGNMENTS]
@@ -72,6 +74,21 @@ def test_blank_release_fails_every_test(path):
     assert code == 0 and "Success! The notebook does not pass any tests." in log, log[-3000:]
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_validate_names_what_failed_in_a_cell_that_earned_nothing(assignment, tmp_path):
+    """nbgrader validate on an unanswered notebook: no "partial credit" for cells that earned 0, but each
+    cell's failing checks in words (Checks.score raises CellScoredZero; a number only gets the generic line)."""
+    path = tmp_path / f"{assignment}.ipynb"
+    shutil.copy(ROOT / "tests" / "fixtures" / "example_class" / "blank" / assignment / f"{assignment}.ipynb", path)
+    code, log = nbgrader("validate", str(path))
+    tests = [c for c in nbformat.read(path, as_version=4).cells
+             if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")]
+    assert "Partial credit" not in log, log[-3000:]
+    assert log.count("CellScoredZero: this cell earned 0 of") == len(tests), log[-3000:]
+    assert log.count("What failed:") == len(tests) and "not implemented yet" in log
+
+
 @pytest.mark.parametrize("source, release", list(zip(SOURCE, RELEASE)), ids=ASSIGNMENTS)
 def test_no_solution_or_hidden_test_leaks_into_the_release(source, release):
     text = release.read_text()
@@ -123,10 +140,11 @@ def test_test_cells_follow_the_house_rules(path, capsys):
         namespace = {"__name__": "__main__"}
         exec(compile(setup.replace("torch.set_num_threads(1)", ""), "/tmp/ipykernel_0/setup.py", "exec"), namespace)
         exec(compile(STUBS, "/tmp/ipykernel_0/answers.py", "exec"), namespace)
-        exec(compile(cell.source, "/tmp/ipykernel_0/test.py", "exec"), namespace)
+        with pytest.raises(CellScoredZero, match=f"earned 0 of {meta['points']:g} points.\nWhat failed:"):
+            exec(compile(cell.source, "/tmp/ipykernel_0/test.py", "exec"), namespace)     # ends with checks.score()
         checks = namespace["checks"]
         assert sum(points for _, points, _, _ in checks.results) == meta["points"], meta["grade_id"]
-        assert all(message for _, _, message, _ in checks.results) and checks.score() == 0.0, meta["grade_id"]
+        assert all(message for _, _, message, _ in checks.results), meta["grade_id"]
         assert capsys.readouterr().err == ""
 
 

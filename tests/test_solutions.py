@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import attnkit
-from attnkit.checking import (CheckFailed, Checks, expect_close, expect_equal, expect_raises,
+from attnkit.checking import (CellScoredZero, CheckFailed, Checks, expect_close, expect_equal, expect_raises,
                               largest_allocation, single_parameter, table_of)
 from attnkit_assignments.ps1_learnable_pe.reference import LearnablePositionalEncoding
 from attnkit_assignments.ps2_relative_pe import hidden
@@ -337,8 +337,14 @@ def test_checks_scale_to_the_checks_that_ran_and_disqualify():
     with cheated("passes", 2):
         pass
     cheated.disqualify("copied")
-    assert cheated.score() == 0.0
-    assert Checks(points=2).score() == 0.0
+    with pytest.raises(CellScoredZero, match="earned 0 of 2 points.\nNot graded: copied"):
+        cheated.score()
+    with pytest.raises(CellScoredZero, match="no check ran"):
+        Checks(points=2).score()
+    free = Checks(points=0)                        # a cell worth nothing has nothing to fail
+    with free("shown", 0):
+        raise CheckFailed("wrong")
+    assert free.score() == 0.0
 
 
 def test_structure_checks_count_only_beside_a_passing_check_of_the_values(capsys):
@@ -354,7 +360,8 @@ def test_structure_checks_count_only_beside_a_passing_check_of_the_values(capsys
         return checks.score()
 
     assert cell(values_pass=True) == 2.0
-    assert cell(values_pass=False) == 0.0
+    with pytest.raises(CellScoredZero, match="What failed:\n- the values equal the reference: wrong values"):
+        cell(values_pass=False)
     out = capsys.readouterr().out
     assert "[not scored] shown, not scored" in out and "count once a comparison with the expected values" in out
     visible_only = Checks(points=4)                # the student version: no evidence rule on a partial run
@@ -366,7 +373,13 @@ def test_structure_checks_count_only_beside_a_passing_check_of_the_values(capsys
         pass
     with masks("the weights equal the reference", 0.5):
         raise CheckFailed("wrong weights")
-    assert masks.score() == 0.0
+    with pytest.raises(CellScoredZero, match="wrong weights"):
+        masks.score()
+    alone = Checks(points=1)                       # every check passed, but a property alone proves nothing
+    with alone("masked keys get weight 0", 1, kind="property"):
+        pass
+    with pytest.raises(CellScoredZero, match=r"count\s+only\s+beside\s+a\s+passing\s+check"):
+        alone.score()
     with pytest.raises(ValueError, match="kind"):
         Checks(points=1)("typo", 1, kind="shape")
 
@@ -462,7 +475,8 @@ def test_hidden_checks_score_the_reference_copy_zero(capsys):
         ns = run_as_notebook(handle.read())
     checks = Checks(points=2.5)
     hidden.skew(checks, ns["skew"])
-    assert checks.score() == 0.0
+    with pytest.raises(CellScoredZero, match="copy of the reference"):
+        checks.score()
     assert "NOT GRADED" in capsys.readouterr().out
 
 
@@ -472,7 +486,8 @@ def test_hidden_checks_give_an_independent_skew_full_marks_and_a_reversed_one_no
     assert right.score() == 2.5
     wrong = Checks(points=2.5)
     hidden.skew(wrong, run_as_notebook(OWN_SKEW.replace("X], dim=-1)", "X.flip(-1)], dim=-1)"))["skew"])
-    assert wrong.score() == 0.0          # shape, dtype and input untouched pass, but alone count for nothing
+    with pytest.raises(CellScoredZero):  # shape, dtype and input untouched pass, but alone count for nothing
+        wrong.score()
 
 
 OWN_CAUSAL = """

@@ -15,6 +15,7 @@ property can be made without solving the exercise; a check worth 0 points is sho
 import contextlib
 import os
 import sys
+import textwrap
 import traceback
 import warnings
 
@@ -23,9 +24,22 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
 __all__ = [
-    "CheckFailed", "Checks", "expect", "expect_close", "expect_equal", "expect_raises", "expect_shape",
+    "CellScoredZero", "CheckFailed", "Checks", "expect", "expect_close", "expect_equal", "expect_raises", "expect_shape",
     "human_bytes", "largest_allocation", "load_table", "single_parameter", "table_of",
 ]
+
+
+LINE = 80                                   # characters per line of a message nbgrader's Validate shows
+
+
+class CellScoredZero(AssertionError):
+    """Raised by ``Checks.score()`` for a cell that earned nothing: the message says what failed."""
+
+    def _render_traceback_(self):
+        # In a notebook, the message instead of a traceback: it is the feedback. nbgrader's Validate shows
+        # these lines (each cut at about 85 characters, hence LINE).
+        first, *rest = str(self).split("\n")
+        return [f"{type(self).__name__}: {first}", *rest]
 
 
 class CheckFailed(AssertionError):
@@ -134,12 +148,17 @@ class Checks:
         print(f"NOT GRADED: {reason}")
 
     def score(self):
-        """Points earned, a Python float in [0, points] (nbgrader reads it as partial credit)."""
+        """Points earned, a Python float in (0, points] that nbgrader reads as partial credit.
+
+        A cell that earned nothing raises ``CellScoredZero`` instead, naming what failed: nbgrader's
+        Validate then reports the cell as failed and shows the message (for a number it can only say
+        "partial credit"), and nbgrader scores an error 0, the same points a returned 0 would give.
+        """
         ran = sum(p for _, p, _, _ in self.results)
         earned = sum(p for _, p, m, _ in self.results if m is None)
         if self.disqualified is not None or ran == 0:
             print(f"Score: 0 / {fmt(self.points)} points")
-            return 0.0
+            return self._nothing(self.disqualified or "no check ran")
         if ran > self.points + 1e-9:
             # An authoring error, not the student's: never exceed the cell's points.
             print(f"(checks worth {fmt(ran)} points ran in a cell worth {fmt(self.points)})")
@@ -149,14 +168,33 @@ class Checks:
             scaled = round(self.points * earned / ran, 4)
             print(f"Score: {fmt(scaled)} / {fmt(self.points)} points "
                   f"(visible checks only: {fmt(earned)} of {fmt(ran)}; hidden checks run at grading)")
-            return float(scaled)
+            return float(scaled) if scaled > 0 else self._nothing()
         unsupported = self.unsupported()
         if unsupported:
             earned -= unsupported
             print(f"(the {fmt(unsupported)} points of shape and property checks count once a comparison "
                   f"with the expected values in this cell passes)")
         print(f"Score: {fmt(earned)} / {fmt(self.points)} points")
-        return float(earned)
+        return float(earned) if earned > 1e-9 else self._nothing()
+
+    def _nothing(self, reason=None):
+        """Raise CellScoredZero with what failed (a cell worth 0 points returns 0.0: nothing to fail)."""
+        if self.points <= 0:
+            return 0.0
+        lines = [f"this cell earned 0 of {fmt(self.points)} points."]
+        failed = [(what, message) for what, points, message, _ in self.results if message is not None and points > 0]
+        if reason is not None:
+            lines += textwrap.wrap(f"Not graded: {reason}", LINE)
+        elif failed:
+            lines.append("What failed:")
+            for what, message in failed[:5]:
+                lines += textwrap.wrap(f"- {what}: {message}", LINE, subsequent_indent="    ")
+            if len(failed) > 5:
+                lines.append(f"- and {len(failed) - 5} more (see above)")
+        else:
+            lines += textwrap.wrap("Its checks of shapes and properties passed, but they count only beside a "
+                                   "passing check of the values.", LINE)
+        raise CellScoredZero("\n".join(lines))
 
     def unsupported(self):
         """Points of passed structure and property checks in a cell where no check of the values passed."""
