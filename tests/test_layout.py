@@ -7,7 +7,6 @@ import ast
 import sys
 from pathlib import Path
 
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {"attnkit": ROOT / "lib" / "attnkit", "attnkit_grader": ROOT / "lib" / "grader" / "attnkit_grader",

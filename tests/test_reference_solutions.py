@@ -1,11 +1,10 @@
-"""Reference solutions of the graded assignments, the check helpers and the provenance guard.
+"""The assignments' reference solutions (attnkit_assignments/*/reference.py) against the formulas.
 
 The references are compared with loops written straight from the formulas, in float64, and with the
 invariants the hidden tests rely on; known-wrong variants must be told apart from the right answer.
 """
 
 import math
-import textwrap
 
 import pytest
 import torch
@@ -13,16 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import attnkit
-from attnkit.checking import (CellScoredZero, CheckFailed, Checks, expect_close, expect_equal, expect_raises,
-                              largest_allocation, single_parameter, table_of)
+from attnkit.checking import (largest_allocation, single_parameter)
 from attnkit_assignments.ps1_learnable_pe.reference import LearnablePositionalEncoding
-from attnkit_assignments.ps2_relative_pe import hidden
 from attnkit_assignments.ps2_relative_pe.reference import (RelativeMultiHeadAttention, causal_relative_attention,
                                                            causal_relative_attention_naive, relative_position_index,
                                                            skew)
-from attnkit_grader.judging import in_kernel, provenance, registry
 
-REFERENCE = "attnkit_assignments.ps2_relative_pe.reference"
 
 SMALL = settings(max_examples=40, deadline=None)
 
@@ -299,231 +294,3 @@ def test_profiler_agrees_on_the_memory_of_both_paths():
     assert largest_by_profiler(causal_relative_attention_naive, 1024) >= 4 * 1024 * 1024 * 32
 
 
-# ---------------------------------------------------------------------------------------------------
-# attnkit.checking
-
-def test_checks_give_partial_credit_as_a_plain_float(capsys):
-    checks = Checks(points=3)
-    with checks("passes", 1):
-        pass
-    with checks("fails with a message", 1.5):
-        raise CheckFailed("scores should be scaled by sqrt(head_dim)=8, got 64")
-    with checks("student code crashes", 0.5):
-        raise NotImplementedError
-    score = checks.score()
-    assert type(score) is float and score == 1.0
-    out = capsys.readouterr()
-    assert "sqrt(head_dim)=8, got 64" in out.out and "NotImplementedError" in out.out and out.err == ""
-
-
-def test_checks_send_stderr_and_warnings_to_stdout(capsys):
-    import sys
-    import warnings
-    checks = Checks(points=1)
-    with checks("noisy but right", 1):
-        print("to stderr", file=sys.stderr)
-        warnings.warn("careful")
-    assert checks.score() == 1.0
-    out = capsys.readouterr()
-    assert out.err == "" and "to stderr" in out.out and "careful" in out.out
-
-
-def test_checks_scale_to_the_checks_that_ran_and_disqualify():
-    visible_only = Checks(points=4)
-    with visible_only("one visible check", 1):
-        pass
-    assert visible_only.score() == 4.0        # the student version: hidden checks are absent
-    cheated = Checks(points=2)
-    with cheated("passes", 2):
-        pass
-    cheated.disqualify("copied")
-    with pytest.raises(CellScoredZero, match="earned 0 of 2 points.\nNot graded: copied"):
-        cheated.score()
-    with pytest.raises(CellScoredZero, match="no check ran"):
-        Checks(points=2).score()
-    free = Checks(points=0)                        # a cell worth nothing has nothing to fail
-    with free("shown", 0):
-        raise CheckFailed("wrong")
-    assert free.score() == 0.0
-
-
-def test_structure_checks_count_only_beside_a_passing_check_of_the_values(capsys):
-    def cell(values_pass):
-        checks = Checks(points=2)
-        with checks("the output has the input's shape", 0.5, kind="structure"):
-            pass
-        with checks("shown, not scored", 0):
-            pass
-        with checks("the values equal the reference", 1.5):
-            if not values_pass:
-                raise CheckFailed("wrong values")
-        return checks.score()
-
-    assert cell(values_pass=True) == 2.0
-    with pytest.raises(CellScoredZero, match="What failed:\n- the values equal the reference: wrong values"):
-        cell(values_pass=False)
-    out = capsys.readouterr().out
-    assert "[not scored] shown, not scored" in out and "count once a comparison with the expected values" in out
-    visible_only = Checks(points=4)                # the student version: no evidence rule on a partial run
-    with visible_only("shape", 0.5, kind="structure"):
-        pass
-    assert visible_only.score() == 4.0
-    masks = Checks(points=1)                       # a property alone counts for nothing either
-    with masks("masked keys get weight 0", 0.5, kind="property"):
-        pass
-    with masks("the weights equal the reference", 0.5):
-        raise CheckFailed("wrong weights")
-    with pytest.raises(CellScoredZero, match="wrong weights"):
-        masks.score()
-    alone = Checks(points=1)                       # every check passed, but a property alone proves nothing
-    with alone("masked keys get weight 0", 1, kind="property"):
-        pass
-    with pytest.raises(CellScoredZero, match=r"count\s+only\s+beside\s+a\s+passing\s+check"):
-        alone.score()
-    with pytest.raises(ValueError, match="kind"):
-        Checks(points=1)("typo", 1, kind="shape")
-
-
-def test_keyboard_interrupt_is_not_swallowed():
-    checks = Checks(points=1)
-    with pytest.raises(KeyboardInterrupt):
-        with checks("a timeout interrupts", 1):
-            raise KeyboardInterrupt
-
-
-def test_expectations_explain_what_is_wrong():
-    with pytest.raises(CheckFailed, match=r"index \(1,\)"):
-        expect_equal(torch.tensor([1, 5]), torch.tensor([1, 2]), "x")
-    with pytest.raises(CheckFailed, match="tolerance"):
-        expect_close(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.5]), "y", atol=1e-3)
-    with pytest.raises(CheckFailed, match="expected ValueError, got IndexError"):
-        expect_raises(ValueError, lambda: [][1], "z")
-    with pytest.raises(CheckFailed, match="found 0"):
-        single_parameter(torch.nn.Identity())
-    assert table_of(torch.nn.Embedding(3, 2), "t").shape == (3, 2)
-
-
-# ---------------------------------------------------------------------------------------------------
-# Provenance: only code written in the notebook earns points
-
-def run_as_notebook(source):
-    """Execute ``source`` the way a notebook cell runs: in __main__, compiled from an ipykernel file name."""
-    namespace = {"__name__": "__main__"}
-    exec(compile(textwrap.dedent(source), "/tmp/ipykernel_1/1234.py", "exec"), namespace)
-    return namespace
-
-
-OWN_SKEW = """
-import torch
-def skew(X):
-    L = X.shape[-1]
-    padded = torch.cat([X.new_zeros(*X.shape[:-1], 1), X], dim=-1)
-    return padded.view(*X.shape[:-2], L + 1, L)[..., 1:, :]
-"""
-
-
-def test_own_code_passes_provenance():
-    assert provenance.problem(run_as_notebook(OWN_SKEW)["skew"], "skew") is None
-
-
-def test_imported_reference_is_caught():
-    ns = run_as_notebook(f"from {REFERENCE} import skew, RelativeMultiHeadAttention")
-    assert "reference solutions" in provenance.problem(ns["skew"], "skew")
-    assert "reference solutions" in provenance.problem(ns["RelativeMultiHeadAttention"], "RelativeMultiHeadAttention")
-
-
-def test_wrappers_and_subclasses_of_the_reference_are_caught():
-    ns = run_as_notebook(f"""
-        import {REFERENCE}
-        from {REFERENCE} import skew as _their_skew
-        def skew(X):
-            return _their_skew(X)
-        def skew2(X):
-            return {REFERENCE}.skew(X)
-        class Attention({REFERENCE}.RelativeMultiHeadAttention):
-            pass
-    """)
-    assert provenance.problem(ns["skew"], "skew") is not None
-    assert provenance.problem(ns["skew2"], "skew2") is not None
-    assert provenance.problem(ns["Attention"], "Attention") is not None
-
-
-def test_indirect_imports_are_caught_and_innocent_names_are_not():
-    ns = run_as_notebook(f"""
-        import importlib
-        def skew(X):
-            return importlib.import_module("{REFERENCE}").skew(X)
-        class Table:
-            def __init__(self):
-                self.solutions = []       # an attribute that happens to be called 'solutions'
-    """)
-    assert provenance.problem(ns["skew"], "skew") is not None
-    assert provenance.problem(ns["Table"], "Table") is None
-
-
-def test_exec_of_the_reference_source_text_is_caught():
-    import importlib.util
-    with open(importlib.util.find_spec(REFERENCE).origin, encoding="utf-8") as handle:
-        ns = run_as_notebook(handle.read())
-    reason = provenance.problem(ns["RelativeMultiHeadAttention"], "RelativeMultiHeadAttention")
-    assert reason is not None and "copy of the reference" in reason
-
-
-def test_hidden_checks_score_the_reference_copy_zero(capsys):
-    import importlib.util
-    with open(importlib.util.find_spec(REFERENCE).origin, encoding="utf-8") as handle:
-        ns = run_as_notebook(handle.read())
-    checks = Checks(points=2.5)
-    hidden.skew(checks, ns["skew"])
-    with pytest.raises(CellScoredZero, match="copy of the reference"):
-        checks.score()
-    assert "NOT GRADED" in capsys.readouterr().out
-
-
-def test_hidden_checks_give_an_independent_skew_full_marks_and_a_reversed_one_nothing():
-    right = Checks(points=2.5)
-    hidden.skew(right, run_as_notebook(OWN_SKEW)["skew"])
-    assert right.score() == 2.5
-    wrong = Checks(points=2.5)
-    hidden.skew(wrong, run_as_notebook(OWN_SKEW.replace("X], dim=-1)", "X.flip(-1)], dim=-1)"))["skew"])
-    with pytest.raises(CellScoredZero):  # shape, dtype and input untouched pass, but alone count for nothing
-        wrong.score()
-
-
-OWN_CAUSAL = """
-import math
-import torch
-
-def causal_relative_attention_naive(queries, keys, values, rel_k):
-    L, d = queries.shape[1], queries.shape[2]
-    distance = torch.arange(L)[None, :] - torch.arange(L)[:, None]          # (L, L): j - i
-    gathered = rel_k[distance.clamp(max=0) + L - 1]                          # (L, L, d)
-    scores = queries @ keys.transpose(1, 2) + torch.einsum("bid,ijd->bij", queries, gathered)
-    scores = scores.masked_fill(distance > 0, float("-inf")) / math.sqrt(d)
-    weights = torch.softmax(scores, dim=-1)
-    return weights @ values, weights
-"""
-
-
-def test_in_the_kernel_the_memory_check_measures_what_the_skewed_version_allocates(capsys):
-    """No memory cap stops a gathering 'skewed' version under plain nbgrader: the largest tensor decides."""
-    naive = run_as_notebook(OWN_CAUSAL)["causal_relative_attention_naive"]
-    checks = Checks(points=3)
-    hidden.causal(checks, naive, naive)
-    printed = capsys.readouterr().out
-    assert checks.score() == 2.0, printed                 # both parity checks pass, the memory check fails
-    assert "the largest tensor created was 537 MB" in printed and "skew(queries @ rel_k.T)" in printed
-
-
-@pytest.mark.parametrize("grade_id", ["test_pe_table", "test_pe_forward", "test_index", "test_rel_attention",
-                                      "test_skew", "test_causal"])
-def test_hidden_part_of_each_cell_is_the_judges_hidden_checks(grade_id):
-    """The kernel's hidden checks are the judge's, one for one: names (memory aside), points and kinds."""
-    assignment = next(name for name in registry.assignments() if grade_id in registry.max_points(name))
-    specs = [spec for spec in registry.specs(assignment) if spec.grade_id == grade_id and spec.hidden]
-    checks = Checks(points=sum(spec.points for spec in specs))
-    in_kernel.run(checks, assignment, grade_id, {})          # nothing defined: every hidden check fails
-    assert [(points, kind) for _, points, _, kind in checks.results] == [(spec.points, spec.kind) for spec in specs]
-    assert all(message for _, _, message, _ in checks.results)
-    names = [what for what, *_ in checks.results if not what.startswith("memory")]
-    assert names == [spec.name for spec in specs if spec.probe != "causal_memory"]
