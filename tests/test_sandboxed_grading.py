@@ -417,7 +417,8 @@ def test_feedback_shows_each_check_and_its_message_never_hidden_test_code(hostil
 def test_reports_table_csv_and_plots(hostile):
     run = hostile["run"]
     assert sorted(path.name for path in run.reports.values()) == [
-        "cells.csv", "checks.csv", "grades.csv", "report.json", "scores.png", "success.png", "table.txt"]
+        "cells.csv", "checks.csv", "grades.csv", "report.json", "scores.png", "similarity.html", "success.png",
+        "table.txt"]
     for name in ("scores.png", "success.png"):
         assert run.reports[name].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with open(run.reports["checks.csv"], newline="") as handle:

@@ -38,6 +38,7 @@ from attnkit_sandbox import runner
 
 from .autograders.base import Job, NbgraderAutograder
 from .course import Course
+from . import similarity
 from .files import remove
 from .precheck import Issue, check_submission
 from .progress import Progress
@@ -415,9 +416,9 @@ def forget(course, assignment, student):
 
 def write_reports(course, run, reports_dir):
     """Write grades.csv (nbgrader export), cells.csv, checks.csv (sandboxed grader), scores.png,
-    success.png, table.txt and report.json."""
+    success.png, table.txt, report.json and similarity.html (pairs of alike answers, for a person to read)."""
     reports_dir.mkdir(parents=True, exist_ok=True)
-    names = ["grades.csv", "cells.csv", "scores.png", "success.png", "table.txt", "report.json"]
+    names = ["grades.csv", "cells.csv", "scores.png", "success.png", "table.txt", "report.json", "similarity.html"]
     checked = {key: record.checks for key, record in run.submissions.items() if record.checks}
     if checked:
         names.insert(2, "checks.csv")
@@ -431,6 +432,9 @@ def write_reports(course, run, reports_dir):
     plot_success(run.table, handed_in, paths["success.png"])
     paths["table.txt"].write_text(run.text() + "\n", encoding="utf-8")
     paths["report.json"].write_text(json.dumps(report(run), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    graded = {(student, assignment): course.assignment_dir("submitted", assignment, student)
+              for (student, assignment), record in run.submissions.items() if record.status == "graded"}
+    similarity.write_report(course, run.assignments, graded, paths["similarity.html"])
     return paths
 
 

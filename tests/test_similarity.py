@@ -1,0 +1,89 @@
+"""attnkit_grader.similarity: pairs of alike answers are flagged for a person, whatever the names or layout;
+independent answers are not; the page escapes student code; nothing changes a score."""
+
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+
+from attnkit_grader.course import Course
+from attnkit_grader.release_cells import Release
+from attnkit_grader.similarity import THRESHOLD, shingles, similar_pairs, tokens, write_report
+
+ROOT = Path(__file__).resolve().parents[1]
+CLASS = ROOT / "tests" / "fixtures" / "example_class"
+PS1 = "ps1_learnable_pe"
+
+
+def disguised(path, out):
+    """The notebook at ``path`` with its answer's names renamed, comments added and blank lines moved."""
+    notebook = nbformat.read(path, as_version=4)
+    for cell in notebook.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "pe_answer":
+            source = cell.source
+            for old, new in (("table", "tbl"), ("num_hiddens", "width"), ("max_len", "longest"), ("X", "inputs")):
+                source = re.sub(rf"\b{old}\b", new, source)
+            cell.source = "# my own work, honestly\n\n" + source.replace("\n", "  # ok\n", 3)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, out)
+    return out
+
+
+def test_tokens_ignore_names_numbers_strings_comments_and_layout():
+    assert tokens("y = f(x, 2)  # note\n") == tokens("out   =   g(value, 7)\n\n") == ["N", "=", "N", "(", "N", ",", "0", ")"]
+    assert tokens("if a: return 'x'") != tokens("while a: return 'x'")
+    assert tokens("def f(:\n") == ["def", "N", "(", ":"]                   # broken code: what tokenised before
+    assert shingles("a = b") == set()                                        # shorter than a run
+
+
+def test_a_disguised_copy_is_flagged_and_independent_or_blank_work_is_not(tmp_path):
+    release = Release.read(Course(ROOT), PS1)
+    notebooks = {
+        "ada": CLASS / "ref_solution" / PS1 / f"{PS1}.ipynb",
+        "copycat": disguised(CLASS / "ref_solution" / PS1 / f"{PS1}.ipynb", tmp_path / "copycat.ipynb"),
+        "blank": CLASS / "blank" / PS1 / f"{PS1}.ipynb",
+        "broken": CLASS / "broken_json" / PS1 / f"{PS1}.ipynb",
+    }
+    independent = tmp_path / "own.ipynb"
+    notebook = nbformat.read(notebooks["ada"], as_version=4)
+    for cell in notebook.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "pe_answer":
+            cell.source = ("import torch\nfrom torch import nn\n\n\nclass LearnablePositionalEncoding(nn.Module):\n"
+                           "    def __init__(self, num_hiddens, dropout, max_len=1000):\n"
+                           "        super().__init__()\n        self.max_len = max_len\n"
+                           "        self.P = nn.Parameter(torch.empty(max_len, num_hiddens).normal_(0, 0.02))\n"
+                           "        self.drop = nn.Dropout(dropout)\n\n"
+                           "    def forward(self, X):\n        n = X.shape[1]\n        if n > self.max_len:\n"
+                           "            raise ValueError(f'X.shape[1]={n} > max_len={self.max_len}')\n"
+                           "        return self.drop(X + self.P[None, :n])\n")
+    nbformat.write(notebook, independent)
+    notebooks["own"] = independent
+    pairs = similar_pairs(release, notebooks)
+    assert [(p.first, p.second) for p in pairs] == [("ada", "copycat")]
+    assert pairs[0].similarity >= THRESHOLD
+    assert all(p.similarity < THRESHOLD for p in similar_pairs(release, notebooks, threshold=0.0)
+               if {p.first, p.second} != {"ada", "copycat"})
+
+
+def test_the_page_shows_the_pairs_side_by_side_and_escapes_student_code(tmp_path):
+    course = Course(ROOT)
+    folders = {}
+    for student in ("ann", "ben"):
+        folder = tmp_path / student
+        notebook = nbformat.read(CLASS / "ref_solution" / PS1 / f"{PS1}.ipynb", as_version=4)
+        for cell in notebook.cells:
+            if cell.metadata.get("nbgrader", {}).get("grade_id") == "pe_answer":
+                cell.source += "\n\nNOTE = '<script>alert(1)</script>'\n"
+        folder.mkdir()
+        nbformat.write(notebook, folder / f"{PS1}.ipynb")
+        folders[(student, PS1)] = folder
+    found = write_report(course, [PS1], folders, tmp_path / "similarity.html")
+    html = (tmp_path / "similarity.html").read_text()
+    assert [(p.first, p.second) for p in found[PS1]] == [("ann", "ben")]
+    assert "ann and ben: 100% alike" in html and 'class="shared"' in html
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "decides nothing and changes no score" in html
+    shutil.rmtree(tmp_path / "ben")
+    empty = write_report(course, [PS1], {("ann", PS1): tmp_path / "ann"}, tmp_path / "again.html")
+    assert empty == {PS1: []} and "No pair reaches the threshold." in (tmp_path / "again.html").read_text()
