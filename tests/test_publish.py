@@ -69,8 +69,9 @@ def test_publish_refuses_to_overwrite_or_to_write_into_the_repository(tmp_path):
     with pytest.raises(FileExistsError, match="out: .* --force"):
         student_edition(ROOT, out)
     assert (out / "mine.txt").read_text() == "a student's file"
-    with pytest.raises(ValueError, match="out: .* inside the kit's repository"):
-        student_edition(ROOT, ROOT / "build" / "edition")
+    for inside in (ROOT / "edition", ROOT / "release" / "edition", ROOT):
+        with pytest.raises(ValueError, match="out: .* inside the kit's repository"):
+            student_edition(ROOT, inside)
     assert main(["publish", str(out)]) == 2                        # the command says why, exit status 2
 
 

@@ -36,8 +36,8 @@ def student_edition(kit_root, out, force=False):
     for needed in ("course", "release", "lib/attnkit", *STUDENT_FILES):
         if not (kit_root / needed).exists():
             raise FileNotFoundError(f"kit_root: {kit_root} has no {needed}; is it the kit's repository?")
-    if out == kit_root or kit_root in out.parents:
-        raise ValueError(f"out: {out} lies inside the kit's repository; publish somewhere else")
+    if (out == kit_root or kit_root in out.parents) and (kit_root / "build") not in out.parents:
+        raise ValueError(f"out: {out} lies inside the kit's repository; publish outside it, or under build/")
     if out.exists() and any(out.iterdir()):
         if not force:
             raise FileExistsError(f"out: {out} exists and is not empty; pass --force to replace it")
