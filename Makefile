@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: setup sandbox-tools demo test test-lectures test-lectures-all test-fast publish lab benchmark clean
 
-setup: $(STAMP) sandbox-tools
+setup: $(STAMP) sandbox-tools fonts
 
 # The grader runs every submission under bubblewrap (Debian/Ubuntu package `bubblewrap`), with a system-call
 # filter built by libseccomp (`libseccomp2`, present wherever apt is). As root, install what is missing (CI
@@ -20,6 +20,17 @@ sandbox-tools:
 	    { apt-get update -qq && apt-get install -y -qq bubblewrap libseccomp2; }; \
 	  else echo "warning: bwrap or libseccomp2 not found: sandboxed grading needs them (apt-get install bubblewrap libseccomp2)"; fi; }
 
+# The Chinese lectures label their figures in Chinese: matplotlib needs a CJK font, Debian/Ubuntu package
+# `fonts-noto-cjk` (attnkit.plotting adds it as a fallback font). As root, install it when missing;
+# otherwise say so and carry on (the figures then warn about missing glyphs).
+.PHONY: fonts
+fonts:
+	@{ fc-list 2>/dev/null | grep -q "Noto Sans CJK" || [ -e /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc ]; } || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get install -y -qq fonts-noto-cjk >/dev/null 2>&1 || \
+	    { apt-get update -qq && apt-get install -y -qq fonts-noto-cjk; }; \
+	  else echo "warning: no CJK font (Noto Sans CJK) found: Chinese figures need one (apt-get install fonts-noto-cjk)"; fi; }
+
 $(STAMP): pyproject.toml lib/grader/pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[notebooks,test]" -e lib/grader
@@ -27,7 +38,7 @@ $(STAMP): pyproject.toml lib/grader/pyproject.toml constraints.txt
 
 # Library tests, notebook validation (nbval, strict) and the grading pipeline; then the lectures again
 # under other CPU kernels and thread counts (their outputs must not depend on them).
-test: $(STAMP) sandbox-tools
+test: $(STAMP) sandbox-tools fonts
 	$(PY) -m pytest -n 2 --dist loadfile -m "not kernels" --nbval --nbval-current-env tests course
 	$(MAKE) --no-print-directory test-lectures
 

@@ -1,8 +1,56 @@
-"""Matplotlib helpers for curves and grids of heat maps; both return the Figure."""
+"""Matplotlib helpers for curves and grids of heat maps; both return the Figure.
 
+Importing this module also lets figures draw Chinese text when a CJK font is installed (see
+``use_cjk_fallback``): the Chinese lectures label their plots in Chinese with the same code as the English ones.
+"""
+
+import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from matplotlib import font_manager
+
+# Fonts with the Han characters of simplified Chinese, best first. Debian's fonts-noto-cjk (installed by
+# `make fonts`) provides the first; the others are what Windows, macOS and other Linux systems usually have.
+CJK_FAMILIES = ("Noto Sans CJK SC", "Source Han Sans SC", "Source Han Sans CN", "WenQuanYi Zen Hei",
+                "WenQuanYi Micro Hei", "Microsoft YaHei", "PingFang SC", "Heiti SC", "SimHei")
+
+
+def _installed_cjk_family():
+    names = {entry.name for entry in font_manager.fontManager.ttflist}
+    return next((family for family in CJK_FAMILIES if family in names), None)
+
+
+def use_cjk_fallback():
+    """Append an installed CJK font to rcParams["font.family"] as a fallback; return its name, or None if none.
+
+    Matplotlib (>= 3.6) looks up one font per entry of font.family (a generic entry such as "sans-serif"
+    stands for the first installed font of font.sans-serif, DejaVu Sans by default) and takes each glyph
+    from the first of those fonts that has it. Appended last, the CJK font draws only the characters the
+    usual font lacks, so figures without Chinese text look exactly as before. A font installed after
+    matplotlib built its font cache is missing from that cache, so when no CJK family is known the system's
+    font files the cache lacks are added for this process (the cache file is not rewritten). Without any
+    CJK font nothing changes, and Chinese text warns about missing glyphs as it would anyway.
+    """
+    family = _installed_cjk_family()
+    if family is None:
+        known = {entry.fname for entry in font_manager.fontManager.ttflist}
+        for path in font_manager.findSystemFonts():
+            if path not in known:
+                try:
+                    font_manager.fontManager.addfont(path)
+                except (OSError, RuntimeError, ValueError):     # a file FreeType cannot read: skip it
+                    continue
+        family = _installed_cjk_family()
+    if family is None:
+        return None
+    families = list(matplotlib.rcParams["font.family"])
+    if family not in families:
+        matplotlib.rcParams["font.family"] = families + [family]
+    return family
+
+
+use_cjk_fallback()
 
 
 def _to_numpy(values):
