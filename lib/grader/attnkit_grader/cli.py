@@ -4,12 +4,14 @@
   grade ASSIGNMENT... --submissions DIR [--students CSV] [--reports DIR] [GRADER OPTIONS]
   demo [--reports DIR] [GRADER OPTIONS]   grade the bundled example class in the kit's repository
   publish OUT [--force]               the student edition: lectures, released assignments, student package
+  collect ASSIGNMENT [--exchange DIR] nbgrader's exchange -> submitted/, refusing forged owners and times
 
 Grader options: --grader sandbox (default: each submission in a bubblewrap sandbox, verdicts from the
 trusted judges, a pool of --workers N, resumable) or --grader nbgrader (plain nbgrader autograde);
 --fresh ignores the journal of an earlier run; --show-tests puts the visible test cells in the feedback.
 
-Exit status: 0 done (bad submissions are reported, they do not fail the run), 1 release drift,
+Exit status: 0 done (bad submissions are reported, they do not fail the run), 1 release drift or a
+hand-in refused by collect (the others are collected),
 2 usage or course errors (also: the sandbox cannot run here; the message says how to install it).
 """
 
@@ -19,6 +21,7 @@ import sys
 from pathlib import Path
 
 from .course import Course
+from .exchange import TOLERANCE, collect
 from .pipeline import GRADERS, demo, grade, kit_root
 from .publish import student_edition
 from .releases import NbgraderError, drift, release
@@ -53,7 +56,24 @@ def parser():
     edition = commands.add_parser("publish", help="build the student edition (no source/, no grader, no solution)")
     edition.add_argument("out", type=Path, metavar="OUT", help="folder to build it in (outside the repository)")
     edition.add_argument("--force", action="store_true", help="replace OUT if it exists")
+
+    inbox = commands.add_parser("collect", help="collect hand-ins from nbgrader's exchange, refusing forged ones")
+    inbox.add_argument("assignment", metavar="ASSIGNMENT")
+    inbox.add_argument("--exchange", type=Path, metavar="DIR",
+                       help="nbgrader's exchange folder (default: Exchange.root of the course's nbgrader_config.py)")
+    inbox.add_argument("--tolerance", type=seconds, default=TOLERANCE, metavar="SECONDS",
+                       help=f"how far a hand-in's stated time may be from the file system's (default {TOLERANCE:g})")
     return top
+
+
+def seconds(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text}")
+    return value
 
 
 def grader_options(command):
@@ -117,6 +137,16 @@ def run_publish(args):
     return 0
 
 
+def run_collect(args):
+    course = Course(args.root or Path.cwd())
+    exchange = args.exchange or course.config.get("Exchange", {}).get("root")
+    if not exchange:
+        raise ValueError("exchange: not given, and the course's nbgrader_config.py sets no c.Exchange.root")
+    result = collect(course, args.assignment, exchange, tolerance=args.tolerance)
+    print(result.text())
+    return 1 if result.refused else 0
+
+
 def options(args):
     return {"grader": args.grader, "workers": args.workers, "fresh": args.fresh, "show_tests": args.show_tests,
             "progress": not args.quiet}
@@ -141,4 +171,5 @@ def configure_logging(level):
     logger.propagate = False
 
 
-COMMANDS = {"release": run_release, "grade": run_grade, "demo": run_demo, "publish": run_publish}
+COMMANDS = {"release": run_release, "grade": run_grade, "demo": run_demo, "publish": run_publish,
+            "collect": run_collect}

@@ -1,0 +1,204 @@
+"""Collect hand-ins from nbgrader's file-system exchange without trusting what students wrote.
+
+    attnkit collect ASSIGNMENT [--exchange DIR] [--tolerance SECONDS]
+
+``nbgrader collect`` believes the hand-in's name (``STUDENT+ASSIGNMENT+TIMESTAMP+RANDOM``) and the
+``timestamp.txt`` inside it, both written by the student: it only warns when the folder's owner is not the
+student it names, and anyone can write an earlier (or later) time into ``timestamp.txt``. This step
+refuses instead of warning:
+
+- a hand-in whose folder, or anything in it, is not owned by the student it names (submitting as
+  someone else), or that holds a symbolic link, a hard link or anything but folders and plain files
+  (a way to hand in a file the student cannot read, e.g. the instructor's);
+- a student who is not enrolled in the gradebook;
+- a hand-in whose time, in its name or in ``timestamp.txt``, is not the time the file system recorded:
+  the latest status change (``st_ctime``) of the folder and of everything in it. Nobody but root can set
+  a ctime, and every write, rename or chmod moves it forward, so a backdated or postdated
+  ``timestamp.txt``, or a hand-in changed after it was made, is refused.
+
+Of each student's accepted hand-ins the latest is copied into ``submitted/STUDENT/ASSIGNMENT/`` (replacing
+an older one there), with ``timestamp.txt`` rewritten from the file system's time: that is the time
+the grader's late penalty reads. Refused hand-ins stay in the exchange, listed with their reasons.
+"""
+
+import datetime
+import logging
+import os
+import pwd
+import shutil
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nbgrader.api import Gradebook
+from nbgrader.utils import parse_utc
+
+from .course import use_venv_tools
+from .files import remove
+
+log = logging.getLogger(__name__)
+
+TIMESTAMP = "timestamp.txt"
+TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"     # nbgrader's own (Exchange.timestamp_format), in UTC
+TOLERANCE = 60.0                                  # seconds between nbgrader submit's clock and its last write
+
+
+@dataclass
+class Handin:
+    """One folder in the exchange's inbound, and what this step made of it."""
+
+    path: Path
+    student: str = None                 # as the name says
+    claimed: datetime.datetime = None   # the time in the name (UTC, naive)
+    recorded: datetime.datetime = None  # the file system's time: latest ctime in the folder (UTC, naive)
+    problems: list = field(default_factory=list)
+
+    @property
+    def accepted(self):
+        return not self.problems
+
+
+@dataclass
+class Collection:
+    """What :func:`collect` did: the hand-ins it copied, kept (not newer) and refused."""
+
+    assignment: str
+    collected: list = field(default_factory=list)
+    kept: list = field(default_factory=list)
+    refused: list = field(default_factory=list)
+
+    def text(self):
+        lines = [f"{self.assignment}: {len(self.collected)} collected, {len(self.kept)} already collected, "
+                 f"{len(self.refused)} refused"]
+        lines += [f"  collected {h.student} ({stamp(h.recorded)}) from {h.path.name}" for h in self.collected]
+        lines += [f"  refused {h.path.name}: {'; '.join(h.problems)}" for h in self.refused]
+        return "\n".join(lines)
+
+
+def collect(course, assignment, exchange_root, tolerance=TOLERANCE, owner_name=None):
+    """Collect ``assignment``'s hand-ins from ``exchange_root``/COURSE_ID/inbound into the course's submitted/.
+
+    ``course`` is a :class:`~attnkit_grader.course.Course`; ``tolerance``: seconds a hand-in's stated time
+    may differ from the file system's; ``owner_name``: uid -> user name (default: the password database).
+    Returns a :class:`Collection`.
+    """
+    if tolerance < 0:
+        raise ValueError(f"tolerance: expected seconds >= 0, got {tolerance}")
+    course.check_assignments([assignment])
+    inbound = Path(exchange_root) / course.course_id / "inbound"
+    if not inbound.is_dir():
+        raise FileNotFoundError(f"exchange: no inbound folder {inbound} (release an assignment first)")
+    owner_name = owner_name or user_name
+    enrolled = enrolled_students(course)
+    result = Collection(assignment)
+    latest = {}
+    for path in sorted(inbound.iterdir()):
+        if not path.name.split("+")[1:2] == [assignment]:
+            continue
+        handin = inspect(path, assignment, owner_name, tolerance)
+        if handin.accepted and handin.student not in enrolled:
+            handin.problems.append(f"{handin.student} is not enrolled in the gradebook")
+        if not handin.accepted:
+            result.refused.append(handin)
+        elif handin.student not in latest or handin.recorded > latest[handin.student].recorded:
+            latest[handin.student] = handin
+    for student, handin in sorted(latest.items()):
+        target = course.assignment_dir("submitted", assignment, student)
+        if recorded_time(target) is not None and recorded_time(target) >= handin.recorded:
+            result.kept.append(handin)
+            continue
+        copy_handin(handin, target)
+        result.collected.append(handin)
+    for handin in result.refused:
+        log.warning("refused %s: %s", handin.path, "; ".join(handin.problems))
+    return result
+
+
+def inspect(path, assignment, owner_name, tolerance):
+    """A :class:`Handin` for the folder ``path``, with every reason to refuse it in ``problems``."""
+    handin = Handin(Path(path))
+    parts = handin.path.name.split("+")
+    if len(parts) not in (3, 4) or parts[1] != assignment or not parts[0]:
+        handin.problems.append(f"not an nbgrader hand-in name (STUDENT+{assignment}+TIME[+RANDOM])")
+        return handin
+    handin.student = parts[0]
+    try:
+        handin.claimed = parse_utc(parts[2])
+    except (ValueError, OverflowError):
+        handin.problems.append(f"the time in its name, {parts[2]!r}, is not a time")
+        return handin
+    info = os.lstat(handin.path)
+    if not stat.S_ISDIR(info.st_mode):
+        handin.problems.append("not a folder (a link or a file)")
+        return handin
+    ctimes = [info.st_ctime]
+    entries = [(handin.path, info)]
+    for folder, folders, files in os.walk(handin.path):
+        for name in folders + files:
+            entry = Path(folder) / name
+            entries.append((entry, os.lstat(entry)))
+            ctimes.append(entries[-1][1].st_ctime)
+    for entry, entry_info in entries:
+        where = entry.relative_to(handin.path.parent)
+        owner = owner_name(entry_info.st_uid)
+        if owner != handin.student:
+            handin.problems.append(f"{where} is owned by {owner}, not by {handin.student}")
+        if not (stat.S_ISDIR(entry_info.st_mode) or stat.S_ISREG(entry_info.st_mode)):
+            handin.problems.append(f"{where} is a link or a special file; hand in plain files")
+        elif stat.S_ISREG(entry_info.st_mode) and entry_info.st_nlink > 1:
+            handin.problems.append(f"{where} is a hard link; hand in plain files")
+    handin.recorded = datetime.datetime.fromtimestamp(max(ctimes), datetime.timezone.utc).replace(tzinfo=None)
+    written = read_time(handin.path / TIMESTAMP)
+    if written is None:
+        handin.problems.append(f"no readable {TIMESTAMP}")
+    elif written != handin.claimed:
+        handin.problems.append(f"{TIMESTAMP} says {stamp(written)}, its name says {stamp(handin.claimed)}")
+    drift = (handin.claimed - handin.recorded).total_seconds()
+    if abs(drift) > tolerance:
+        when = "before" if drift < 0 else "after"
+        handin.problems.append(f"its stated time {stamp(handin.claimed)} is {abs(drift):.0f} s {when} the file "
+                               f"system's {stamp(handin.recorded)} (backdated, postdated or changed later)")
+    return handin
+
+
+def copy_handin(handin, target):
+    """Copy the accepted hand-in to ``target`` (replacing what is there), timestamp.txt from the file system."""
+    staging = target.with_name(f".{target.name}.collecting")
+    remove(staging)
+    staging.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(handin.path, staging, symlinks=True, copy_function=shutil.copyfile)
+    (staging / TIMESTAMP).write_text(stamp(handin.recorded), encoding="utf-8")
+    remove(target)
+    staging.rename(target)
+
+
+def stamp(moment):
+    """nbgrader's timestamp text of the naive UTC datetime ``moment``."""
+    return moment.replace(tzinfo=datetime.timezone.utc).strftime(TIMESTAMP_FORMAT)
+
+
+def read_time(path):
+    """The UTC time in the timestamp file ``path``, or None when missing or not a time."""
+    try:
+        text = Path(path).read_text(encoding="utf-8").strip()
+        return parse_utc(text) if text else None
+    except (OSError, ValueError, OverflowError):
+        return None
+
+
+def recorded_time(folder):
+    """The time of the submission already in ``folder`` (submitted/...), or None."""
+    return read_time(Path(folder) / TIMESTAMP) if Path(folder).is_dir() else None
+
+
+def enrolled_students(course):
+    use_venv_tools()                    # a new gradebook is made by the alembic script
+    with Gradebook(course.db_url, course.course_id) as gradebook:
+        return {student.id for student in gradebook.students}
+
+
+def user_name(uid):
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"

@@ -1,0 +1,192 @@
+"""attnkit collect: hand-ins made by nbgrader's own submit are collected; forged owners and times are refused.
+
+The hand-ins are made in a temporary exchange by nbgrader's ExchangeSubmit, in this process, as the user
+running the tests (whose name is then the student's). The checks from real students' accounts, on the
+course's hub, are in tests_browser/test_exchange_accounts.py (make test-browser, as root).
+"""
+
+import datetime
+import os
+import pwd
+import shutil
+
+import pytest
+from nbgrader.api import Gradebook
+from nbgrader.auth import Authenticator
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.exchange.default.submit import ExchangeSubmit
+from traitlets.config import Config
+
+from attnkit_grader import cli
+from attnkit_grader.course import Course, use_venv_tools
+from attnkit_grader.exchange import TIMESTAMP, collect, read_time, stamp
+
+from conftest import copy_course
+
+PS1 = "ps1_learnable_pe"
+ME = pwd.getpwuid(os.getuid()).pw_name
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    """A course copy with ME and someone_else enrolled (made once: a new gradebook costs seconds)."""
+    root = copy_course(tmp_path_factory.mktemp("template") / "course")
+    use_venv_tools()
+    course = Course(root)
+    with Gradebook(course.db_url, course.course_id) as gradebook:
+        gradebook.add_student(ME)
+        gradebook.add_student("someone_else")
+    return root
+
+
+@pytest.fixture
+def course(template, tmp_path):
+    """The template course, PS1 released to a temporary exchange, and ME's fetched copy of it."""
+    course = Course(shutil.copytree(template, tmp_path / "course"))
+    exchange = tmp_path / "exchange"
+    outbound = exchange / course.course_id / "outbound" / PS1
+    shutil.copytree(course.root / "release" / PS1, outbound)
+    (exchange / course.course_id / "inbound").mkdir()
+    shutil.copytree(course.root / "release" / PS1, tmp_path / "home" / PS1)
+    return course, exchange, tmp_path
+
+
+def submit(tmp_path, exchange, course, student=None):
+    """nbgrader submit of the fetched PS1 in tmp_path/home; returns the hand-in's folder in inbound."""
+    config = Config()
+    config.Exchange.root = str(exchange)
+    config.Exchange.cache = str(tmp_path / "cache")
+    config.CourseDirectory.course_id = course.course_id
+    config.CourseDirectory.assignment_id = PS1
+    if student:
+        config.CourseDirectory.student_id = student
+    inbound = exchange / course.course_id / "inbound"
+    before = set(inbound.iterdir())
+    app = ExchangeSubmit(coursedir=CourseDirectory(config=config), authenticator=Authenticator(config=config),
+                         config=config)
+    app.assignment_dir = str(tmp_path / "home")
+    app.start()
+    (handin,) = set(inbound.iterdir()) - before
+    return handin
+
+
+def rename_time(handin, moment):
+    """The hand-in renamed and its timestamp.txt rewritten to ``moment``, as a student can do by hand."""
+    student, assignment, _, random = handin.name.split("+")
+    text = stamp(moment)
+    (handin / TIMESTAMP).write_text(text)
+    renamed = handin.with_name(f"{student}+{assignment}+{text}+{random}")
+    handin.rename(renamed)
+    return renamed
+
+
+def test_an_honest_handin_is_collected_with_the_file_systems_time(course):
+    course, exchange, tmp_path = course
+    handin = submit(tmp_path, exchange, course)
+    result = collect(course, PS1, exchange)
+    assert [h.student for h in result.collected] == [ME] and not result.refused
+    target = course.assignment_dir("submitted", PS1, ME)
+    assert (target / f"{PS1}.ipynb").read_bytes() == (handin / f"{PS1}.ipynb").read_bytes()
+    assert (target / "submission_secret.txt").read_text() == (handin / "submission_secret.txt").read_text()
+    written, claimed = read_time(target / TIMESTAMP), read_time(handin / TIMESTAMP)
+    assert abs((written - claimed).total_seconds()) < 5
+    again = collect(course, PS1, exchange)
+    assert not again.collected and [h.student for h in again.kept] == [ME]
+
+
+def test_submitting_as_another_student_is_refused(course):
+    course, exchange, tmp_path = course
+    submit(tmp_path, exchange, course, student="someone_else")
+    result = collect(course, PS1, exchange)
+    assert not result.collected and len(result.refused) == 1
+    assert f"owned by {ME}, not by someone_else" in result.refused[0].problems[0]
+    assert not course.assignment_dir("submitted", PS1, "someone_else").exists()
+
+
+@pytest.mark.parametrize("shift", [-3600, 3600], ids=["backdated", "postdated"])
+def test_a_handin_whose_time_was_changed_is_refused(course, shift):
+    course, exchange, tmp_path = course
+    handin = submit(tmp_path, exchange, course)
+    moved = rename_time(handin, read_time(handin / TIMESTAMP) + datetime.timedelta(seconds=shift))
+    result = collect(course, PS1, exchange)
+    assert not result.collected and [h.path for h in result.refused] == [moved]
+    assert "backdated, postdated or changed later" in " ".join(result.refused[0].problems)
+
+
+def test_a_timestamp_file_that_disagrees_with_the_name_is_refused(course):
+    course, exchange, tmp_path = course
+    handin = submit(tmp_path, exchange, course)
+    (handin / TIMESTAMP).write_text("2001-01-01 00:00:00.000000 UTC")
+    result = collect(course, PS1, exchange)
+    assert not result.collected
+    assert any("timestamp.txt says 2001-01-01" in p for p in result.refused[0].problems)
+
+
+def test_a_handin_changed_after_it_was_made_is_refused(course):
+    course, exchange, tmp_path = course
+    handin = submit(tmp_path, exchange, course)
+    made = read_time(handin / TIMESTAMP)
+    notebook = handin / f"{PS1}.ipynb"
+    data = notebook.read_bytes()
+    # a later write moves the ctime past the stated time; the tolerance is made 0 to see it at once
+    os.utime(notebook, (0, 0))
+    notebook.write_bytes(data)
+    result = collect(course, PS1, exchange, tolerance=0)
+    assert not result.collected and result.refused[0].recorded > made
+
+
+@pytest.mark.parametrize("kind", ["symlink", "hardlink"])
+def test_links_inside_a_handin_are_refused(course, kind):
+    course, exchange, tmp_path = course
+    handin = submit(tmp_path, exchange, course)
+    secret = course.root / "source" / PS1 / f"{PS1}.ipynb"
+    if kind == "symlink":
+        (handin / "solution.ipynb").symlink_to(secret)
+    else:
+        os.link(tmp_path / "home" / PS1 / f"{PS1}.ipynb", handin / "copy.ipynb")
+    result = collect(course, PS1, exchange, tolerance=3600)
+    assert not result.collected and "link" in " ".join(result.refused[0].problems)
+
+
+def test_of_two_handins_the_latest_is_collected_and_replaces_an_older_one(course):
+    course, exchange, tmp_path = course
+    first = submit(tmp_path, exchange, course)
+    assert collect(course, PS1, exchange).collected[0].path == first
+    notebook = tmp_path / "home" / PS1 / f"{PS1}.ipynb"
+    notebook.write_text(notebook.read_text().replace("YOUR CODE HERE", "second attempt"))
+    second = submit(tmp_path, exchange, course)
+    result = collect(course, PS1, exchange)
+    assert [h.path for h in result.collected] == [second] and not result.refused
+    submitted = course.assignment_dir("submitted", PS1, ME) / f"{PS1}.ipynb"
+    assert "second attempt" in submitted.read_text()
+
+
+def test_a_student_not_enrolled_is_refused(course):
+    course, exchange, tmp_path = course
+    submit(tmp_path, exchange, course)
+    result = collect(course, PS1, exchange, owner_name=lambda uid: "stranger" if uid == os.getuid() else "?")
+    assert not result.collected
+    assert any("owned by stranger" in p for p in result.refused[0].problems)
+    with Gradebook(course.db_url, course.course_id) as gradebook:
+        gradebook.remove_student(ME)
+    result = collect(course, PS1, exchange)
+    assert result.refused[0].problems == [f"{ME} is not enrolled in the gradebook"]
+
+
+def test_the_command_exits_1_when_something_was_refused_and_names_bad_arguments(course, capsys):
+    course, exchange, tmp_path = course
+    submit(tmp_path, exchange, course)
+    submit(tmp_path, exchange, course, student="someone_else")
+    root = ["--root", str(course.root)]
+    assert cli.main(root + ["collect", PS1, "--exchange", str(exchange)]) == 1
+    out = capsys.readouterr().out
+    assert "1 collected" in out and "1 refused" in out and "not by someone_else" in out
+    assert cli.main(root + ["collect", PS1]) == 2
+    assert "exchange: not given" in capsys.readouterr().err
+    assert cli.main(root + ["collect", "ps9", "--exchange", str(exchange)]) == 2
+    assert "assignments: ['ps9'] not in" in capsys.readouterr().err
+    assert cli.main(root + ["collect", PS1, "--exchange", str(tmp_path / "nowhere")]) == 2
+    assert "exchange: no inbound folder" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(root + ["collect", PS1, "--tolerance", "-1"])
+    assert "--tolerance: expected seconds >= 0" in capsys.readouterr().err
