@@ -3,7 +3,8 @@
 A translation changes prose, comments and the text of string literals, nothing else. For every
 notebook under a language folder of course/, compared with the English notebook of the same name:
 
-* the same cells, of the same kinds, in the same order;
+* the same cells, of the same kinds, in the same order (matched by cell id, or by kind where the ids
+  differ, so that an added, removed or moved cell is named);
 * every code cell is the same program: the same Python AST once comments and string literals
   (docstrings and the text around f-string placeholders included) are set aside; f-string placeholders,
   in their order, with their format specs, and IPython magics (`%...`, `!...`) are program and must match;
@@ -168,9 +169,43 @@ def first_line(cell):
 
 
 def first_difference(expected, actual):
+    """The lines that differ, each labelled 'English:' or 'translation:'."""
     for line in difflib.unified_diff(expected, actual, "English", "translation", n=0, lineterm=""):
         if line.startswith(("-", "+")) and not line.startswith(("---", "+++")):
-            yield line
+            yield ("English: " if line[0] == "-" else "translation: ") + line[1:]
+
+
+def align(en_cells, tr_cells):
+    """Pair English and translated cells; return (pairs of indices, sentences on cells without a partner).
+
+    Cells are matched by their ids when the translation kept them (a translation made from a copy of the
+    English notebook does), otherwise by their kinds, so an added, removed or moved cell is named.
+    """
+    en_ids, tr_ids = [c.get("id") for c in en_cells], [c.get("id") for c in tr_cells]
+    by_id = None not in en_ids and len(set(en_ids) & set(tr_ids)) >= len(en_ids) / 2
+    key = "id" if by_id else "cell_type"
+    matcher = difflib.SequenceMatcher(None, [c.get(key) for c in en_cells], [c.get(key) for c in tr_cells],
+                                      autojunk=False)
+    pairs, problems = [], []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            pairs += zip(range(i1, i2), range(j1, j2))
+            continue
+        for index in range(i1, i2):
+            en = en_cells[index]
+            problems.append(f"cell {index} ({en['cell_type']}, English starts {first_line(en)!r}): no translated "
+                            f"cell{' with its id ' + repr(en.get('id')) if by_id else ''} at this place: "
+                            f"translate it and insert it (the English cell is new or has moved)")
+        for tr_index in range(j1, j2):
+            tr = tr_cells[tr_index]
+            problems.append(f"translated cell {tr_index} ({tr['cell_type']}, starts {first_line(tr)!r}): no English "
+                            f"cell{' with its id' if by_id else ''} at this place: remove it (the English cell was "
+                            f"removed or has moved)")
+    if problems:
+        problems.insert(0, f"cells: the English notebook has {len(en_cells)} cells, the translation {len(tr_cells)}; "
+                           f"matched by {'cell id' if by_id else 'cell kind'}; once the cells match, re-execute "
+                           f"the translation from a fresh kernel")
+    return pairs, problems
 
 
 def drift(english, translation, folder=None):
@@ -181,16 +216,11 @@ def drift(english, translation, folder=None):
         problems.append(f"notebook metadata: kernelspec {tr_meta.get('kernelspec')} instead of "
                         f"{en_meta.get('kernelspec')}")
     en_cells, tr_cells = english["cells"], translation["cells"]
-    en_kinds, tr_kinds = [c["cell_type"] for c in en_cells], [c["cell_type"] for c in tr_cells]
-    if en_kinds != tr_kinds:
-        for line in first_difference([f"{i}: {k}" for i, k in enumerate(en_kinds)],
-                                     [f"{i}: {k}" for i, k in enumerate(tr_kinds)]):
-            problems.append(f"cells: {len(tr_cells)} cells instead of {len(en_cells)} or a different order "
-                            f"of kinds; first difference (index: kind) {line}")
-            break
-        return problems                      # cell by cell comparison would only repeat this
+    pairs, structure = align(en_cells, tr_cells)
+    problems += structure
 
-    for index, (en, tr) in enumerate(zip(en_cells, tr_cells)):
+    for index, tr_index in pairs:
+        en, tr = en_cells[index], tr_cells[tr_index]
         where = f"cell {index} ({en['cell_type']}, English starts {first_line(en)!r})"
         en_source, tr_source = "".join(en["source"]), "".join(tr["source"])
         if en["cell_type"] == "code":
@@ -202,7 +232,7 @@ def drift(english, translation, folder=None):
             if nbval_markers(en) != nbval_markers(tr):
                 problems.append(f"{where}: nbval markers {sorted(nbval_markers(tr))} instead of "
                                 f"{sorted(nbval_markers(en))}")
-            if en.get("execution_count") != tr.get("execution_count"):
+            if en.get("execution_count") != tr.get("execution_count") and not structure:
                 problems.append(f"{where}: execution count {tr.get('execution_count')} instead of "
                                 f"{en.get('execution_count')}: run the translation from a fresh kernel")
             en_out, tr_out = outputs(en), outputs(tr)
@@ -307,7 +337,7 @@ def test_changed_code_in_one_language_is_reported_with_its_cell(english):
     edit(translation["cells"][index], "d = 512", "d = 256")
     problems = drift(english, translation)
     assert len(problems) == 1 and problems[0].startswith(f"cell {index} (code") and "code differs" in problems[0]
-    assert "d = 256" in problems[0] and "d = 512" in problems[0], problems
+    assert "English: d = 512" in problems[0] and "translation: d = 256" in problems[0], problems
 
 
 def test_changed_f_string_placeholder_or_format_is_drift(english):
@@ -321,7 +351,22 @@ def test_added_or_removed_cell_is_drift(english):
     translation = copy.deepcopy(english)
     del translation["cells"][3]
     problems = drift(english, translation)
-    assert len(problems) == 1 and "cells" in problems[0] and "57 cells instead of 58" in problems[0]
+    assert problems[0].startswith("cells: the English notebook has 58 cells, the translation 57; matched by cell id")
+    assert problems[1:] == [f"cell 3 (code, English starts {first_line(english['cells'][3])!r}): no translated "
+                            f"cell with its id {english['cells'][3]['id']!r} at this place: translate it and "
+                            "insert it (the English cell is new or has moved)"], problems
+
+
+def test_added_english_cell_is_named_without_ids(english):
+    """Without cell ids the cells are matched by kind: a new English markdown cell is still found."""
+    for cell in english["cells"]:
+        cell.pop("id", None)
+    translation = copy.deepcopy(english)
+    english["cells"].insert(5, {"cell_type": "markdown", "metadata": {}, "source": "A new paragraph."})
+    problems = drift(english, translation)
+    assert "matched by cell kind" in problems[0]
+    assert any(p.startswith("cell 5 (markdown, English starts 'A new paragraph.')") for p in problems), problems
+    assert not any("code differs" in p or "outputs" in p for p in problems), problems
 
 
 def test_changed_formula_is_drift(english):
