@@ -1,0 +1,139 @@
+"""Sphinx configuration of the course's website, one build per language (site/build.py runs them).
+
+site/build.py stages each language's pages under build/site-src/LANG/ (its home page from site/pages/LANG/,
+the lectures from course/ or course/LANG/, the assignments from release/) and calls sphinx-build with this
+folder as the configuration directory and SITE_LANGUAGE=LANG. The notebooks are read as committed, with
+their outputs: myst-nb never executes them.
+"""
+
+import os
+import posixpath
+from pathlib import Path
+from urllib.parse import quote
+
+SITE = Path(__file__).resolve().parent
+LANGUAGE = os.environ.get("SITE_LANGUAGE", "en")
+LANGUAGES = {"en": "English", "fr": "Français", "zh": "中文"}   # the tree of each: build/site/LANG/
+SPHINX_LANGUAGE = {"en": "en", "fr": "fr", "zh": "zh_CN"}
+# Where students run the notebooks. Both are plain URLs; the pages say they are untested from here.
+HUB_URL = os.environ.get("SITE_HUB_URL", "http://localhost:8000").rstrip("/")
+BINDER_URL = os.environ.get("SITE_BINDER_URL", "https://mybinder.org/v2/gh/OWNER/REPO/HEAD").rstrip("/")
+MATHJAX = os.environ.get("SITE_MATHJAX_STATIC")          # a folder holding mathjax/ (site/build.py fills it)
+
+STRINGS = {
+    "en": {
+        "project": "Attention course",
+        "run": "Run this notebook:",
+        "hub": "on the course's JupyterHub",
+        "binder": "on Binder",
+        "untested": "untested",
+        "fetch_first": "after fetching it from Nbgrader → Assignment List",
+        "english_only": "",
+        "languages": "Languages",
+    },
+    "fr": {
+        "project": "Cours sur l'attention",
+        "run": "Exécuter ce notebook :",
+        "hub": "sur le JupyterHub du cours",
+        "binder": "sur Binder",
+        "untested": "non testé",
+        "fetch_first": "après l'avoir récupéré par Nbgrader → Assignment List",
+        "english_only": "Ce devoir n'existe qu'en anglais pour l'instant.",
+        "languages": "Langues",
+    },
+    "zh": {
+        "project": "注意力机制课程",
+        "run": "运行这个 notebook：",
+        "hub": "在课程的 JupyterHub 上",
+        "binder": "在 Binder 上",
+        "untested": "未经测试",
+        "fetch_first": "需先通过 Nbgrader → Assignment List 获取",
+        "english_only": "本作业目前只有英文版。",
+        "languages": "语言",
+    },
+}
+TEXT = STRINGS[LANGUAGE]
+
+project = TEXT["project"]
+author = "The attention course kit's authors"
+copyright = "the attention course kit's authors, MIT licence"
+language = SPHINX_LANGUAGE[LANGUAGE]
+
+extensions = ["myst_nb", "sphinx.ext.mathjax"]
+nb_execution_mode = "off"                      # the committed outputs are the lecture; never run them here
+nb_merge_streams = True
+myst_enable_extensions = ["dollarmath", "amsmath"]
+myst_heading_anchors = 3
+exclude_patterns = ["_build", "**.ipynb_checkpoints"]
+suppress_warnings = ["mystnb.unknown_mime_type"]
+
+# MathJax 3 from the npm package, copied into _static/mathjax/ by site/build.py: no CDN at read time.
+# myst-parser sets mathjax3_config (which HTML classes MathJax typesets).
+mathjax_path = "mathjax/tex-mml-chtml.js"
+
+html_theme = "pydata_sphinx_theme"
+html_title = TEXT["project"]
+html_static_path = ["_static"] + ([MATHJAX] if MATHJAX else [])
+html_css_files = ["site.css"]
+templates_path = ["_templates"]
+html_show_sourcelink = False
+html_copy_source = False
+html_last_updated_fmt = None
+html_sidebars = {"**": []}                     # the header lists every page; no empty sidebar
+html_theme_options = {
+    "header_links_before_dropdown": 4,
+    "navbar_end": ["language-switch", "theme-switcher"],
+    "article_header_end": ["launch-links"],
+    "secondary_sidebar_items": ["page-toc"],
+    "show_prev_next": True,
+    "navigation_with_keys": False,
+    "footer_start": ["copyright"],
+    "footer_end": [],
+}
+html_context = {"site_language": LANGUAGE, "site_text": TEXT}
+
+
+def _edition_path(pagename):
+    """Where a page's notebook lies in the student edition (None for pages that are not notebooks)."""
+    folder, _, name = pagename.partition("/")
+    if folder == "lectures" and name:
+        return posixpath.join("course", "" if LANGUAGE == "en" else LANGUAGE, name + ".ipynb")
+    if folder == "assignments" and name:
+        return f"release/{name}/{name}.ipynb"
+    return None
+
+
+def launch_links(pagename):
+    """[(label, url, note)]: the page's notebook on the course's JupyterHub and on Binder."""
+    path = _edition_path(pagename)
+    if path is None:
+        return []
+    folder, _, name = pagename.partition("/")
+    hub_path = path if folder == "lectures" else f"{name}/{name}.ipynb"   # nbgrader fetches into ~/NAME/
+    hub_note = TEXT["untested"] if folder == "lectures" else f"{TEXT['fetch_first']}; {TEXT['untested']}"
+    return [(TEXT["hub"], f"{HUB_URL}/hub/user-redirect/lab/tree/{quote(hub_path)}", hub_note),
+            (TEXT["binder"], f"{BINDER_URL}?urlpath={quote('lab/tree/' + path, safe='')}", TEXT["untested"])]
+
+
+def language_switch(app, pagename):
+    """[(code, name, href, current)]: the same page in every language, relative to this page."""
+    staged = Path(app.srcdir).parent                # build/site-src/, one folder per language
+    up = "../" * (pagename.count("/") + 1)          # from build/site/LANG/PAGE.html to build/site/
+    links = []
+    for code, name in LANGUAGES.items():
+        other = staged / code
+        exists = any((other / (pagename + suffix)).exists() for suffix in (".md", ".ipynb"))
+        target = pagename if exists or pagename in ("genindex", "search") else "index"
+        links.append((code, name, f"{up}{code}/{target}.html", code == LANGUAGE))
+    return links
+
+
+def add_page_links(app, pagename, templatename, context, doctree):
+    context["site_switch"] = language_switch(app, pagename)
+    context["site_launch"] = launch_links(pagename)
+    context["site_english_only"] = bool(TEXT["english_only"]) and pagename.startswith("assignments/")
+
+
+def setup(app):
+    app.connect("html-page-context", add_page_links)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

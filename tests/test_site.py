@@ -1,0 +1,89 @@
+"""The website's own checks, without building it: the link check finds what would break offline, and the
+pages link each notebook to where the student edition holds it (site/linkcheck.py, site/conf.py).
+The built site in a browser: tests_site/ (make test-site)."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "site"))
+from linkcheck import check_site  # noqa: E402
+
+
+def _write(path, html):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"<!DOCTYPE html><html><head></head><body>{html}</body></html>", encoding="utf-8")
+
+
+def test_link_check_reports_broken_links_missing_images_anchors_and_remote_assets(tmp_path):
+    _write(tmp_path / "en" / "index.html",
+           '<a href="lectures/one.html#scores">ok</a> <a href="lectures/two.html">gone</a>'
+           '<a href="lectures/one.html#nowhere">bad anchor</a> <a href="https://example.org/">not followed</a>'
+           '<img src="_images/fig.png"> <img src="_images/missing.png">'
+           '<script src="https://cdn.example.org/mathjax.js"></script>'
+           '<link rel="stylesheet" href="https://fonts.example.org/font.css">'
+           '<link rel="alternate" hreflang="fr" href="../fr/index.html">'
+           '<a href="#top" id="top">self</a> <a href="../../outside.html">out</a>')
+    _write(tmp_path / "en" / "lectures" / "one.html", '<h2 id="scores">Scores</h2><a href="../index.html">up</a>')
+    (tmp_path / "en" / "_images").mkdir()
+    (tmp_path / "en" / "_images" / "fig.png").write_bytes(b"\x89PNG")
+    _write(tmp_path / "en" / "_static" / "template.html", '<a href="{{ pathto(x) }}">a theme template</a>')
+    problems = check_site(tmp_path)
+    expected = ("lectures/two.html", "#nowhere", "_images/missing.png", "cdn.example.org", "fonts.example.org",
+                "../fr/index.html", "outside.html")
+    assert len(problems) == len(expected), problems
+    for fragment in expected:
+        assert sum(fragment in problem for problem in problems) == 1, (fragment, problems)
+    assert all(problem.startswith("en/index.html:") for problem in problems)
+
+
+def test_link_check_passes_a_sound_site(tmp_path):
+    _write(tmp_path / "index.html", '<a href="en/">English</a>')
+    _write(tmp_path / "en" / "index.html", '<a href="../index.html#x">home</a><span id="y"></span>')
+    (tmp_path / "index.html").write_text('<html><body id="x"><a href="en/">en</a></body></html>')
+    assert check_site(tmp_path) == []
+
+
+@pytest.fixture
+def conf(monkeypatch):
+    """site/conf.py loaded as Sphinx would for the French site, with a hub and a Binder of the course's."""
+    monkeypatch.setenv("SITE_LANGUAGE", "fr")
+    monkeypatch.setenv("SITE_HUB_URL", "https://hub.example.edu/")
+    monkeypatch.setenv("SITE_BINDER_URL", "https://binder.example.edu/v2/gh/course/edition/HEAD")
+    spec = importlib.util.spec_from_file_location("site_conf", ROOT / "site" / "conf.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_launch_links_open_the_notebook_where_the_student_edition_holds_it(conf):
+    (hub, hub_url, hub_note), (binder, binder_url, binder_note) = conf.launch_links("lectures/01_self_attention")
+    assert hub_url == "https://hub.example.edu/hub/user-redirect/lab/tree/course/fr/01_self_attention.ipynb"
+    assert binder_url == ("https://binder.example.edu/v2/gh/course/edition/HEAD"
+                          "?urlpath=lab%2Ftree%2Fcourse%2Ffr%2F01_self_attention.ipynb")
+    assert hub_note == binder_note == "non testé"
+    (_, hub_url, hub_note), (_, binder_url, _) = conf.launch_links("assignments/ps1_learnable_pe")
+    assert hub_url.endswith("/lab/tree/ps1_learnable_pe/ps1_learnable_pe.ipynb")     # where nbgrader fetches
+    assert "Assignment List" in hub_note
+    assert binder_url.endswith("release%2Fps1_learnable_pe%2Fps1_learnable_pe.ipynb")
+    assert conf.launch_links("index") == []
+
+
+def test_language_switch_links_the_same_page_or_the_home_page(conf, tmp_path):
+    for language in ("en", "fr", "zh"):
+        (tmp_path / language / "lectures").mkdir(parents=True)
+        (tmp_path / language / "index.md").write_text("# home")
+    (tmp_path / "en" / "lectures" / "01_self_attention.ipynb").write_text("{}")
+    (tmp_path / "fr" / "lectures" / "01_self_attention.ipynb").write_text("{}")
+
+    class App:
+        srcdir = str(tmp_path / "fr")
+
+    switch = conf.language_switch(App, "lectures/01_self_attention")
+    assert switch == [("en", "English", "../../en/lectures/01_self_attention.html", False),
+                      ("fr", "Français", "../../fr/lectures/01_self_attention.html", True),
+                      ("zh", "中文", "../../zh/index.html", False)]
+    assert conf.language_switch(App, "index")[2] == ("zh", "中文", "../zh/index.html", False)
