@@ -15,6 +15,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 CONDA_TO_PIP = {"pytorch": "torch"}
 NOT_PACKAGES = {"python", "pip"}
+STUDENT_ONLY = {"font-ttf-noto-cjk"}           # conda's CJK font for the Chinese figures: no PyPI counterpart
+NOT_FOR_STUDENTS = {"site", "hub"}             # extras of the instructor's machine: the website, the hub
+LANGUAGE_PACKS = ["jupyterlab-language-pack-fr-FR", "jupyterlab-language-pack-zh-CN"]
 
 
 def _split(requirement):
@@ -27,8 +30,9 @@ def _split(requirement):
 def pyproject_requirements():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     requirements = list(project["dependencies"])
-    for extra in project["optional-dependencies"].values():
-        requirements += extra
+    for name, extra in project["optional-dependencies"].items():
+        if name not in NOT_FOR_STUDENTS:
+            requirements += extra
     return dict(_split(r) for r in requirements)
 
 
@@ -41,7 +45,7 @@ def conda_requirements():
     for entry in environment()["dependencies"]:
         if isinstance(entry, str):
             name, spec = _split(entry)
-            if name not in NOT_PACKAGES:
+            if name not in NOT_PACKAGES | STUDENT_ONLY:
                 found[CONDA_TO_PIP.get(name, name)] = spec
     return found
 
@@ -57,10 +61,16 @@ def test_environment_yml_lists_the_same_dependencies_as_pyproject():
 
 
 def test_environment_installs_the_kit_without_editable_mode():
+    """pip installs the kit as a regular package, and besides it only JupyterLab's language packs."""
     pip_sections = [e["pip"] for e in environment()["dependencies"] if isinstance(e, dict)]
-    assert pip_sections == [["."]], (
+    assert pip_sections == [[".", *LANGUAGE_PACKS]], (
         "environment.yml must install the kit as a regular package ('- .' under pip:), so the reference "
-        f"solutions (excluded from the wheel) never reach students; got {pip_sections}")
+        "solutions (excluded from the wheel) never reach students, and JupyterLab's French and Chinese "
+        f"language packs, nothing else; got {pip_sections}")
+
+
+def test_environment_names_a_cjk_font_for_the_chinese_figures():
+    assert "font-ttf-noto-cjk" in environment()["dependencies"]
 
 
 def test_torch_is_pinned_by_the_constraints_file_used_in_setup():

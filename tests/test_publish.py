@@ -38,6 +38,18 @@ def test_the_edition_holds_the_lectures_the_releases_and_the_student_package(edi
     assert {name.split("/")[1] for name in names if name.startswith("lib/")} == {"attnkit"}
 
 
+def test_the_edition_offers_every_language_and_says_how_to_switch_jupyterlab(edition):
+    readme, environment = (edition / "README.md").read_text(), (edition / "environment.yml").read_text()
+    for language in ("fr", "zh"):
+        lectures = {p.name for p in (edition / "course" / language).glob("*.ipynb")}
+        assert lectures == {p.name for p in (ROOT / "course").glob("*.ipynb")}, language
+        assert f"course/{language}/" in readme
+    assert "Settings → Language" in readme
+    for pack in ("jupyterlab-language-pack-fr-FR", "jupyterlab-language-pack-zh-CN"):
+        assert pack in environment, f"environment.yml (conda, Binder) does not install {pack}"
+        assert f" {pack}" in readme.split("pip install", 1)[1].splitlines()[0], f"the pip command lacks {pack}"
+
+
 def test_nothing_an_instructor_keeps_is_inside(edition):
     for path in (p for p in edition.rglob("*") if p.is_file()):
         text = path.read_bytes().decode("utf-8", "replace")

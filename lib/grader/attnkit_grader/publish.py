@@ -74,7 +74,7 @@ PyTorch. Everything runs on a laptop CPU in seconds.
 
 | folder | what |
 | --- | --- |
-| `course/` | the four lectures, executed: read them, then run them yourself |
+| `course/` | the four lectures, executed, in English; `course/fr/` in French, `course/zh/` in Chinese |
 | `release/` | the graded assignments (`ps1_learnable_pe`, `ps2_relative_pe`) |
 | `lib/attnkit/` | `attnkit`, the small library the lectures and assignments import |
 
@@ -89,8 +89,12 @@ With conda (also what Binder uses):
 or with pip, in a virtual environment (Python 3.10 or newer):
 
     python -m venv .venv
-    .venv/bin/pip install -c constraints.txt ".[notebooks]"
+    .venv/bin/pip install -c constraints.txt ".[notebooks]" jupyterlab-language-pack-fr-FR jupyterlab-language-pack-zh-CN
     PATH=".venv/bin:$PATH" sh postBuild
+
+(the last two packages put JupyterLab itself in French or Chinese; see "Languages" below). The Chinese
+lectures label their figures in Chinese: conda installs a font for them (`font-ttf-noto-cjk`); with pip, on
+Debian or Ubuntu, `sudo apt-get install fonts-noto-cjk`.
 
 `postBuild` leaves JupyterLab's *Nbgrader* menu with what a student uses: *Assignment List* (fetch and
 submit, when your course runs a JupyterHub) and the *Validate* button.
@@ -104,4 +108,15 @@ Open a lecture in `course/` and run it top to bottom (*Run → Run All Cells*). 
 there), write your code where it says `YOUR CODE HERE`, and run the test cells: each check prints `ok` or
 `FAIL` with what to fix. *Validate* runs the whole notebook as the grader will. Hidden checks run only at
 grading, on inputs you never see; the visible ones are there to tell you early what is wrong.
+
+## Languages
+
+The lectures exist in English (`course/`), French (`course/fr/`) and Chinese (`course/zh/`), under the same
+file names: the code is the same program in every language; the text, the comments and the figures' labels
+are translated. The assignments are in English for now.
+
+JupyterLab itself speaks French and Chinese too (its language packs are installed above): in the menu bar,
+*Settings → Language*, then *French (France) - Français (France)* or *Chinese (Simplified, China) - 中文 (简体,
+中国)*; confirm, and JupyterLab reloads in that language. The same menu takes you back: *Paramètres → Langue
+→ Anglais - English*, or *设置 → 语言 → 英语 - English*.
 """
