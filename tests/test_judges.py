@@ -30,7 +30,7 @@ from attnkit_sandbox import probing as probes_module
 from attnkit_sandbox.probing import probes_of
 
 ASSIGNMENTS = registry.assignments()
-TRUSTED = ("reference", "checks", "inputs", "hidden")
+TRUSTED = ("reference", "checks", "checks_causal", "inputs", "hidden", "bugs")
 
 REPO = Path(__file__).resolve().parents[1]
 CLASS = REPO / "tests" / "fixtures" / "example_class"
@@ -48,14 +48,19 @@ STRUCTURAL = {assignment: {check["id"] for check in registry.describe(assignment
               for assignment in ASSIGNMENTS}
 
 # The checks each known bug must fail, and no others (ids from registry.check_ids).
-ALL_PS1 = {"pe_parameters", "pe_trainable", "pe_gradient", "pe_shape", "pe_known_table", "pe_too_long",
-           "pe_parity", "pe_dropout"}
+ALL_PS1 = {"pe_parameters", "pe_default", "pe_trainable", "pe_gradient", "pe_gradient_random", "pe_train_forward",
+           "pe_train_output", "pe_shape", "pe_known_table", "pe_too_long", "pe_parity", "pe_dropout"}
 INDEX = {"index_dtype", "index_example", "index_toeplitz", "index_saturation", "index_int64"}
-ATTENTION = {"attn_tables", "attn_self_shape", "attn_cross_shape", "attn_weights_shape", "attn_mask_batch",
-             "attn_self_weights", "attn_self_parity", "attn_cross_parity", "attn_zero_distance", "attn_shift", "attn_mask_rows"}
+ATTENTION = {"attn_tables", "attn_self_shape", "attn_cross_shape", "attn_weights_shape", "attn_defaults",
+             "attn_mask_batch", "attn_worked", "attn_empty_rows", "attn_gradient", "attn_dropout",
+             "attn_self_weights", "attn_self_parity", "attn_cross_parity", "attn_zero_distance", "attn_one_head",
+             "attn_shift", "attn_mask_rows"}
 SKEW = {"skew_shape", "skew_example", "skew_gather", "skew_unchanged", "skew_float64"}
-CAUSAL = {"causal_shapes", "causal_skewed_mask", "causal_agree", "causal_naive_parity", "causal_skewed_parity",
-          "causal_memory"}
+CAUSAL = {"causal_shapes", "causal_skewed_mask", "causal_agree", "causal_worked", "causal_naive_parity",
+          "causal_skewed_parity", "causal_memory"}
+# The comparisons with the reference that a wrong attention fails, whatever the bug.
+ATTENTION_VALUES = {"attn_worked", "attn_empty_rows", "attn_gradient", "attn_self_parity", "attn_cross_parity",
+                    "attn_one_head"}
 FAILED = {
     ("ref_solution", "ps1_learnable_pe"): set(),
     ("ref_solution", "ps2_relative_pe"): set(),
@@ -65,16 +70,19 @@ FAILED = {
     ("cheat_exec", "ps1_learnable_pe"): ALL_PS1,
     ("cheat_import", "ps2_relative_pe"): ATTENTION | SKEW | CAUSAL,
     # a structure or property check that passed in a cell where no comparison with the reference passed
-    # is reported failed ("right, but counts only once ...")
-    ("bug_frozen_table", "ps1_learnable_pe"): {"pe_parameters", "pe_trainable", "pe_gradient"},
+    # (and none failed with a catalogued bug's numbers) is reported failed ("right, but counts only ...")
+    ("bug_frozen_table", "ps1_learnable_pe"): {"pe_trainable", "pe_gradient", "pe_gradient_random"},
     ("partial", "ps1_learnable_pe"): {"pe_too_long", "pe_dropout"},
-    ("partial", "ps2_relative_pe"): {"attn_mask_batch", "attn_cross_parity", "attn_zero_distance", "attn_mask_rows",
-                                     "causal_shapes", "causal_agree", "causal_naive_parity"},
-    ("bug_no_clip", "ps2_relative_pe"): INDEX | ATTENTION,
-    ("bug_sign_flip", "ps2_relative_pe"): INDEX | {"attn_self_weights", "attn_self_parity", "attn_cross_parity"},
-    ("bug_no_value_term", "ps2_relative_pe"): {"attn_self_parity", "attn_cross_parity", "attn_zero_distance"},
-    ("bug_num_hiddens_scale", "ps2_relative_pe"): ATTENTION,
-    ("bug_skew_reversed", "ps2_relative_pe"): SKEW | {"causal_agree", "causal_skewed_parity"},
+    ("partial", "ps2_relative_pe"): {"attn_mask_batch", "attn_worked", "attn_empty_rows", "attn_cross_parity",
+                                     "attn_zero_distance", "attn_mask_rows", "causal_shapes", "causal_agree",
+                                     "causal_worked", "causal_naive_parity"},
+    ("bug_no_clip", "ps2_relative_pe"): {"index_example", "index_saturation", "index_int64"} | ATTENTION,
+    ("bug_sign_flip", "ps2_relative_pe"): {"index_example", "index_saturation", "index_int64", "attn_self_weights"}
+    | ATTENTION_VALUES,
+    ("bug_no_value_term", "ps2_relative_pe"): ATTENTION_VALUES | {"attn_zero_distance"},
+    ("bug_num_hiddens_scale", "ps2_relative_pe"): ATTENTION_VALUES | {"attn_self_weights", "attn_zero_distance"},
+    ("bug_skew_reversed", "ps2_relative_pe"): SKEW | {"causal_agree", "causal_worked", "causal_skewed_parity",
+                                                      "causal_memory"},
     ("import_error", "ps2_relative_pe"): INDEX | ATTENTION,
 }
 
@@ -473,7 +481,7 @@ def patches_undone():
 
 
 def test_monkeypatched_comparisons_change_nothing():
-    """The bug_sign_flip answers plus every comparison patched to say 'equal': still 5/8 on attention."""
+    """The bug_sign_flip answers plus every comparison patched to say 'equal': still 3.5/8 on attention."""
     honest = judges.scores(graded("bug_sign_flip", "ps2_relative_pe", 5)[3])
     with patches_undone():
         namespace = execute(answer_cells("bug_sign_flip", "ps2_relative_pe") + [PATCHES])
@@ -482,7 +490,7 @@ def test_monkeypatched_comparisons_change_nothing():
         outputs, errors = run_probes(namespace, "ps2_relative_pe", inputs)
         verdicts = judges.judge("ps2_relative_pe", inputs, outputs, errors)   # ...even while judging here
     assert judges.scores(verdicts) == honest
-    assert judges.scores(verdicts)["test_rel_attention"] == 5.0
+    assert judges.scores(verdicts)["test_rel_attention"] == 3.5
 
 
 def _replace_every_array(outputs, make):
@@ -494,7 +502,7 @@ MALFORMED = {
     "strings": lambda v: np.full(v.shape, "1.0"),
     "complex": lambda v: v.astype(np.complex128),
     "a list": lambda v: v.tolist(),
-    "a matrix subclass": lambda v: v.reshape(v.shape[0] if v.ndim else 1, -1).view(np.matrix),
+    "a matrix subclass": lambda v: v.reshape(v.shape[0] if v.ndim and v.size else 1, -1).view(np.matrix),
     "a masked array": lambda v: np.ma.masked_array(v),
     "NaN": lambda v: np.full(v.shape, np.nan),
     "inf": lambda v: np.full(v.shape, np.inf),
@@ -576,8 +584,10 @@ def forged_outputs(assignment, inputs):
             out = {"count": np.array(1), "shapes": np.array([[*a["table"].shape, -1, -1]]), "table": a["table"]}
         elif probe == "pe_trainable":
             out = {"table": a["table"] - p["lr"] * a["direction"]}
+        elif probe == "pe_default":
+            out = {"count": np.array(1), "shapes": np.array([[1000, p["num_hiddens"], -1, -1]])}
         elif probe == "pe_gradient":
-            out = {"grad": np.zeros_like(a["table"])}
+            out = {"grad": np.zeros_like(a["table"]), "output": a["X"].copy()}
         elif probe in ("pe_shape", "pe_known_table"):
             out = {"output": np.zeros_like(a["X"])}
         elif probe == "pe_too_long":
@@ -591,6 +601,15 @@ def forged_outputs(assignment, inputs):
         elif probe == "attn_tables":
             out = {"rel_k_shape": np.array(a["rel_k"].shape), "rel_v_shape": np.array(a["rel_v"].shape),
                    "rel_k": a["rel_k"], "rel_v": a["rel_v"]}
+        elif probe == "attn_defaults":
+            out = {"has_bias": np.zeros(4, dtype=np.int64)}
+        elif probe == "attn_gradient":
+            out = {"rel_k_grad": np.zeros_like(a["rel_k"]), "rel_v_grad": np.zeros_like(a["rel_v"]),
+                   "rel_k_is_parameter": np.array(1), "rel_v_is_parameter": np.array(1)}
+        elif probe == "attn_dropout":                    # a train-mode spread around the eval output
+            batch, q = a["queries"].shape[:2]
+            noise = np.random.default_rng(0).standard_normal((p["samples"], batch, q, p["num_hiddens"]))
+            out = {"eval_output": np.zeros((batch, q, p["num_hiddens"])), "train_outputs": noise - noise.mean(0)}
         elif probe.startswith("attn") and probe != "attn_shift":
             batch, q, k = a["queries"].shape[0], a["queries"].shape[1], a["keys"].shape[1]
             out = {"output": np.zeros((batch, q, p["num_hiddens"])),
@@ -607,9 +626,13 @@ def forged_outputs(assignment, inputs):
             eye = np.broadcast_to(np.eye(L), (2, L, L)).copy()
             values = a["values"].astype(np.float32).astype(np.float64)
             out = {f"{v}_{k}": x for v in ("naive", "skewed") for k, x in (("output", values), ("weights", eye))}
-        elif probe.startswith("causal") and probe != "causal_memory":
-            out = {f"{k}_{L}": np.zeros((2, L, L if k == "weights" else 8)) for L in p["lengths"]
+        elif probe == "causal_worked":
+            L, width = a["queries"].shape[1], a["values"].shape[2]
+            out = {f"{v}_{k}": np.zeros((2, L, L if k == "weights" else width)) for v in ("naive", "skewed")
                    for k in ("output", "weights")}
+        elif probe.startswith("causal") and probe != "causal_memory":
+            out = {f"{k}_{L}": np.zeros((2, L, L if k == "weights" else a[f"values_{L}"].shape[2]))
+                   for L in p["lengths"] for k in ("output", "weights")}
         elif probe == "causal_memory":
             L, d = p["length"], p["head_dim"]
             out = {"shapes": np.array([[1, L, d], [1, L, L]]), "output_rows": np.zeros((len(a["rows"]), d)),

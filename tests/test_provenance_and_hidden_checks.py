@@ -79,24 +79,36 @@ def test_exec_of_the_reference_source_text_is_caught():
     assert reason is not None and "copy of the reference" in reason
 
 
-def test_hidden_checks_score_the_reference_copy_zero(capsys):
+def test_hidden_checks_flag_a_copy_of_the_reference_and_zero_one_loaded_from_it(capsys):
+    """A copy written out in the notebook is flagged and scored as any answer (the sandboxed grader cannot
+    tell either); code loaded from the solutions' own file scores 0, as in the sandbox where it fails."""
     import importlib.util
     with open(importlib.util.find_spec(REFERENCE).origin, encoding="utf-8") as handle:
-        ns = run_as_notebook(handle.read())
-    checks = Checks(points=2.5)
-    hidden.skew(checks, ns["skew"])
-    with pytest.raises(CellScoredZero, match="copy of the reference"):
+        text = handle.read()
+    pasted = Checks(points=2)
+    hidden.skew(pasted, run_as_notebook(text)["skew"])
+    assert pasted.score() == 2
+    assert "FLAGGED" in capsys.readouterr().out and "copy of the reference" in pasted.flags[0]
+    loaded = run_as_notebook(f"""
+        import importlib.util
+        spec = importlib.util.find_spec("{REFERENCE}")
+        with open(spec.origin, encoding="utf-8") as source_file:
+            exec(source_file.read())
+    """)
+    checks = Checks(points=2)
+    hidden.skew(checks, loaded["skew"])
+    with pytest.raises(CellScoredZero, match="loaded from the\s+reference solutions"):
         checks.score()
     assert "NOT GRADED" in capsys.readouterr().out
 
 
 def test_hidden_checks_give_an_independent_skew_full_marks_and_a_reversed_one_nothing():
-    right = Checks(points=2.5)
+    right = Checks(points=2)
     hidden.skew(right, run_as_notebook(OWN_SKEW)["skew"])
-    assert right.score() == 2.5
-    wrong = Checks(points=2.5)
+    assert right.score() == 2
+    wrong = Checks(points=2)
     hidden.skew(wrong, run_as_notebook(OWN_SKEW.replace("X], dim=-1)", "X.flip(-1)], dim=-1)"))["skew"])
-    with pytest.raises(CellScoredZero):  # shape, dtype and input untouched pass, but alone count for nothing
+    with pytest.raises(CellScoredZero):  # the input left untouched passes, but alone counts for nothing
         wrong.score()
 
 
@@ -118,10 +130,10 @@ def causal_relative_attention_naive(queries, keys, values, rel_k):
 def test_in_the_kernel_the_memory_check_measures_what_the_skewed_version_allocates(capsys):
     """No memory cap stops a gathering 'skewed' version under plain nbgrader: the largest tensor decides."""
     naive = run_as_notebook(OWN_CAUSAL)["causal_relative_attention_naive"]
-    checks = Checks(points=3)
+    checks = Checks(points=2.5)
     hidden.causal(checks, naive, naive)
     printed = capsys.readouterr().out
-    assert checks.score() == 2.0, printed                 # both parity checks pass, the memory check fails
+    assert checks.score() == 1.5, printed                 # both parity checks pass, the memory check fails
     assert "the largest tensor created was 537 MB" in printed and "skew(queries @ rel_k.T)" in printed
 
 

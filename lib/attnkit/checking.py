@@ -8,11 +8,19 @@ Nothing here solves an exercise; the helpers only compare, measure and explain.
 Grading policy, the same as the sandboxed grader's trusted judge (in the instructor's grader):
 a check of structure (``kind="structure"``: shapes, dtypes, parameter count) or of a property
 (``kind="property"``: masked keys get 0, invariance under a shift, two versions agree) counts once a
-comparison with the expected values in the same cell passed, since arrays with the right shape or
-property can be made without solving the exercise; a check worth 0 points is shown, never scored.
+comparison with the expected values in the same cell passed, or failed with exactly the numbers of a
+known mistake (the message then names it: real work with one bug in it), since arrays with the right
+shape or property can be made without solving the exercise; a check worth 0 points is shown, never
+scored.
+
+Worked cases (``expect_worked``): small fixed inputs whose expected results, and the results of each
+known mistake of the course's bug catalogue, ship with this package as numbers (``attnkit/worked/``,
+written by the instructor's grader from the reference and the catalogue; never code).
 """
 
 import contextlib
+import functools
+import json
 import os
 import sys
 import textwrap
@@ -24,8 +32,8 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
 __all__ = [
-    "CellScoredZero", "CheckFailed", "Checks", "expect", "expect_close", "expect_equal", "expect_raises", "expect_shape",
-    "human_bytes", "largest_allocation", "load_table", "single_parameter", "table_of",
+    "CellScoredZero", "CheckFailed", "Checks", "expect", "expect_close", "expect_equal", "expect_raises",
+    "expect_shape", "expect_worked", "human_bytes", "largest_allocation", "load_table", "single_parameter", "table_of", "table_tensor",
 ]
 
 
@@ -43,7 +51,12 @@ class CellScoredZero(AssertionError):
 
 
 class CheckFailed(AssertionError):
-    """A check found a wrong answer; the message says what to fix."""
+    """A check found a wrong answer; the message says what to fix. ``matched``: the numbers are those of
+    a known mistake, which the message names (evidence of real work, see ``Checks``)."""
+
+    def __init__(self, message, matched=False):
+        super().__init__(message)
+        self.matched = matched
 
 
 def fmt(x):
@@ -101,7 +114,8 @@ class _Check:
             return False
         if not issubclass(exc_type, Exception):       # KeyboardInterrupt (a timeout), SystemExit: let go
             return False
-        self.owner.record(self.what, self.points, _explain(exc, tb), notes, self.kind)
+        self.owner.record(self.what, self.points, _explain(exc, tb), notes, self.kind,
+                          matched=isinstance(exc, CheckFailed) and exc.matched)
         return True
 
 
@@ -120,6 +134,7 @@ class Checks:
     def __init__(self, points):
         self.points = float(points)
         self.results = []        # (what, points, message or None, kind)
+        self.matched = False     # a scored check of the values failed with the numbers of a known mistake
         self.disqualified = None
 
     def __call__(self, what, points, kind="values"):
@@ -129,10 +144,12 @@ class Checks:
             raise ValueError(f"kind: expected one of {self.KINDS}, got {kind!r}")
         return _Check(self, what, points, kind)
 
-    def record(self, what, points, message, notes=(), kind="values"):
+    def record(self, what, points, message, notes=(), kind="values", matched=False):
         """Record and print one check decided elsewhere (``message`` None: passed); the ``with`` blocks
-        and the hidden checks (run by the instructor's grader) both end here."""
+        and the hidden checks (run by the instructor's grader) both end here. ``matched``: a failed check
+        of the values whose numbers are a known mistake's (the message names it)."""
         self.results.append((what, points, message, kind))
+        self.matched = self.matched or bool(matched and message is not None and points > 0 and kind == "values")
         status = "ok  " if message is None else "FAIL"
         earned = points if message is None else 0.0
         worth = f"{fmt(earned)}/{fmt(points)}" if points else "not scored"
@@ -141,6 +158,11 @@ class Checks:
             print(f"       -> {message}")
         for note in notes:
             print(f"       (warning from your code: {note})")
+
+    def flag(self, remark):
+        """Print a remark for the instructor (e.g. a copy of the reference solution); the score is unchanged."""
+        self.flags = [*getattr(self, "flags", []), remark]
+        print(f"FLAGGED: {remark}")
 
     def disqualify(self, reason):
         """Score this cell 0, whatever else passed, and say why."""
@@ -198,18 +220,20 @@ class Checks:
 
     def unsupported(self):
         """Points of passed structure and property checks in a cell where no check of the values passed."""
-        if has_evidence((p, m is None, k) for _, p, m, k in self.results):
+        if self.matched or has_evidence((p, m is None, k) for _, p, m, k in self.results):
             return 0.0
         return sum(p for _, p, m, k in self.results if m is None and k != "values")
 
 
 def has_evidence(results):
     """The points rule of every grade cell, in the notebooks and in the grader's judge alike: passed
-    structure and property checks count only if this is True, i.e. a scored check of the values passed.
+    structure and property checks count only if this is True, i.e. a scored check of the values passed,
+    or failed with exactly the numbers of a known mistake (real work with one bug in it).
 
-    ``results``: (points, passed, kind) of each check of the cell.
+    ``results``: (points, passed, kind) or (points, passed, kind, matched) of each check of the cell.
     """
-    return any(passed and points > 0 and kind == "values" for points, passed, kind in results)
+    return any(points > 0 and kind == "values" and (passed or (rest and rest[0]))
+               for points, passed, kind, *rest in results)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -258,6 +282,64 @@ def expect_close(actual, expected, what, atol):
                           f"expected {fmt(expected[index].item())}")
 
 
+WORKED = os.path.join(os.path.dirname(__file__), "worked")
+_recording = None          # {key: array}: set by the instructor's tools while they write the worked cases
+
+
+@functools.lru_cache(maxsize=None)
+def _worked(assignment):
+    path = os.path.join(WORKED, f"{assignment}.json")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no worked cases for {assignment!r} in {WORKED}: reinstall attention-kit")
+    with open(path, encoding="utf-8") as file:
+        return json.load(file)
+
+
+def _known_mistakes(actual, variants, atol):
+    """The explanations of the known mistakes whose results equal ``actual`` (float64 tensor): NaN where
+    theirs is NaN, within ``atol`` elsewhere."""
+    found = []
+    for variant in variants:
+        values = torch.tensor(variant["values"], dtype=torch.float64)
+        if values.shape != actual.shape or not actual.numel():
+            continue
+        nan = torch.isnan(values)
+        difference = (actual[~nan] - values[~nan]).abs()
+        if bool((torch.isnan(actual) == nan).all()) and (not difference.numel() or float(difference.max()) <= atol):
+            found.append(variant["says"])
+    return found
+
+
+def expect_worked(actual, key, what, atol=1e-4, expected=None):
+    """``actual`` equals the worked case ``key`` ("assignment/case") within ``atol``; when it does not but
+    equals what a known mistake gives on the same inputs, the message names the mistake.
+
+    The expected numbers (unless the cell computes them by hand: ``expected``) and the mistakes' numbers
+    ship with attnkit (``attnkit/worked/``); the inputs are built in the test cell from fixed seeds, the
+    same on every machine.
+    """
+    if _recording is not None:
+        _recording[key] = actual.detach().cpu().to(torch.float64).tolist() \
+            if isinstance(actual, torch.Tensor) else None
+        return
+    assignment, _, case = key.partition("/")
+    entry = _worked(assignment)[case]
+    if expected is None:
+        expected = torch.tensor(entry["expected"], dtype=torch.float64)
+    try:
+        expect_close(actual, expected, what, atol)
+    except CheckFailed as failure:
+        found = _known_mistakes(actual.detach().cpu().to(torch.float64), entry.get("variants", []), atol) \
+            if isinstance(actual, torch.Tensor) and tuple(actual.shape) == tuple(expected.shape) else []
+        if not found:
+            raise
+        if len(found) == 1:
+            named = f"these are exactly the numbers of a known mistake: {found[0]}"
+        else:
+            named = "these are exactly the numbers of known mistakes (they agree here): " + "; or ".join(found)
+        raise CheckFailed(f"{failure}. {named[0].upper()}{named[1:]}", matched=True) from None
+
+
 def expect_raises(exception, function, what):
     """``function()`` raises ``exception``; any other outcome fails with a message."""
     try:
@@ -280,6 +362,25 @@ def single_parameter(module):
         raise CheckFailed(f"the module should have exactly one parameter (the table), found {len(params)}"
                           f" with shapes {shapes}; a buffer or a plain tensor attribute is not a parameter")
     return params[0]
+
+
+def table_tensor(module, shape, what="the table"):
+    """The tensor of ``shape`` to load a table into: the module's only parameter when it has that shape,
+    else the one parameter, buffer or plain tensor attribute of that shape. Checks of the values can
+    then run even where the table is stored the wrong way (the checks of the parameter say so)."""
+    shape = tuple(shape)
+    params = list(module.parameters())
+    if len(params) == 1 and tuple(params[0].shape) == shape:
+        return params[0]
+    seen, found = set(), []
+    for tensor in [*params, *module.buffers(), *(v for v in vars(module).values() if isinstance(v, torch.Tensor))]:
+        if tuple(tensor.shape) == shape and id(tensor) not in seen:
+            seen.add(id(tensor))
+            found.append(tensor)
+    if len(found) != 1:
+        raise CheckFailed(f"{what}: the module should hold one tensor of shape {shape} (its parameter), "
+                          f"found {len(found)}")
+    return found[0]
 
 
 def table_of(obj, what):

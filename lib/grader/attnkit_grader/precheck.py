@@ -13,6 +13,7 @@ from pathlib import Path
 import nbformat
 from nbgrader.utils import is_grade, is_locked, is_solution
 
+from . import similarity
 from .release_cells import grade_id_of
 
 # Files a student's tools leave behind; never worth a remark.
@@ -64,7 +65,30 @@ def check_notebook(path, versions):
         return [Issue(problem, fatal=True)]
     originals = [nbformat.read(version, as_version=4) for version in versions]
     remarks = cell_changes(notebook, originals, path.name) + answer_remarks(notebook, originals[0], path.name)
+    if len(originals) > 1:
+        remarks += copy_remarks(notebook, originals[0], originals[1], path.name)
     return [Issue(reason) for reason in remarks]
+
+
+SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+
+
+def copy_remarks(notebook, released, source, name):
+    """A remark when the answers resemble the instructor's solution (``source``) as much as a pasted or
+    lightly edited copy does: names, numbers, strings, comments and layout set aside, the code the release
+    gives left out. It flags for a person to read; it never changes a score (the course's own example
+    answers and the known-bug catalogue are built from the solution on purpose)."""
+    original, submitted, solution = nbgrader_cells(released), nbgrader_cells(notebook), nbgrader_cells(source)
+    answers = [g for g, cell in original.items() if is_solution(cell) and cell.cell_type == "code"]
+    mine = "\n\n".join(submitted[g].source for g in answers if g in submitted)
+    theirs = "\n\n".join("\n".join(line for line in solution[g].source.splitlines()
+                                    if line.strip() not in SOLUTION_MARKERS) for g in answers if g in solution)
+    given = set().union(set(), *(similarity.shingles(original[g].source) for g in answers))
+    alike = similarity.resemblance(mine, theirs, given)
+    if alike < similarity.THRESHOLD:
+        return []
+    return [f"{name}: the answer cells are {100 * alike:.0f}% alike to the instructor's solution (a pasted or "
+            f"lightly edited copy looks like this); flagged for the instructor to read, the score is unchanged"]
 
 
 def missing_notebook(path):

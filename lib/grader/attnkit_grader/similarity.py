@@ -7,6 +7,9 @@ submissions are compared by the overlap (Jaccard) of their runs of ``K`` consecu
 the runs of the released notebook itself (the given code everybody shares). Pairs at or above the
 threshold are listed in ``similarity.html``, the two answers side by side, the lines they share marked.
 
+The same measure against the reference solution (:func:`resemblance`) flags pasted or lightly edited
+copies of it in the reports and on the student's feedback page (``precheck``).
+
 This flags; it never changes a score. Resemblance has innocent causes (a short exercise has few good
 answers, students who worked from the same lecture) and the kit's own example class is built from one
 reference on purpose, so a person reads the pairs and decides.
@@ -77,6 +80,15 @@ def answer_code(notebook_path, answer_ids):
     parts = [source_of(cell) or "" for cell in cells if isinstance(cell, dict) and cell.get("cell_type") == "code"
              and grade_id_of(cell) in answer_ids]
     return "\n\n".join(parts)
+
+
+def resemblance(code, reference, given=frozenset()):
+    """Overlap (Jaccard, 0 to 1) of the runs of ``code`` and of ``reference`` once the runs in ``given``
+    (the code the release hands out) are set aside; 0 when either has nothing of its own."""
+    mine, theirs = shingles(code) - given, shingles(reference) - given
+    if not mine or not theirs:
+        return 0.0
+    return len(mine & theirs) / len(mine | theirs)
 
 
 def similar_pairs(release, notebooks, threshold=THRESHOLD):

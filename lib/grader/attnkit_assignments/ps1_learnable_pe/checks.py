@@ -27,19 +27,32 @@ def _reference_pe(sizes, table, X):
     return results
 
 
-def _check_one_parameter(case, got):
-    p, a = case["params"], case["arrays"]
-    shape = (p["max_len"], p["num_hiddens"])
+NOT_A_PARAMETER = ("a table stored with register_buffer or as a plain tensor attribute is not an nn.Parameter: "
+                   "the optimizer never sees it")
+
+
+def _parameter_shapes(got, shape, default=""):
     count = got.integer("count", "the number of parameters")
     shapes = got.native("shapes", None, "the parameter shapes")
     listed = [tuple(int(s) for s in row if s >= 0) for row in shapes.reshape(-1, 4)[:count]] \
         if shapes.ndim == 2 and shapes.shape[1] == 4 and shapes.dtype.kind in "iu" else []
     expect(count == 1, f"the module should have exactly one parameter (the table), found {count}"
-                        f"{' with shapes ' + ', '.join(map(shape_text, listed)) if listed else ''}; "
-                        f"a buffer or a plain tensor attribute is not a parameter")
+                        f"{' with shapes ' + ', '.join(map(shape_text, listed)) if listed else ''}"
+                        f"{'' if count else '; ' + NOT_A_PARAMETER}")
     expect(len(listed) == 1 and listed[0] == shape,
-            f"the positional table should have shape (max_len, num_hiddens) = {shape_text(shape)}, "
+            f"the positional table should have shape (max_len, num_hiddens) = {shape_text(shape)}{default}, "
             f"got {shape_text(listed[0]) if listed else 'another shape'}")
+
+
+def _check_default(case, got):
+    _parameter_shapes(got, (1000, case["params"]["num_hiddens"]),
+                      " when max_len is not given (the exercise fixes max_len=1000)")
+
+
+def _check_one_parameter(case, got):
+    p, a = case["params"], case["arrays"]
+    shape = (p["max_len"], p["num_hiddens"])
+    _parameter_shapes(got, shape)
     table = got.floats("table", shape, "the table read back after loading values into it")
     close(table, a["table"], scaled(a["table"], 1e-6), "the table read back after loading values into it")
 
@@ -69,6 +82,14 @@ def _check_gradient(case, got):
            f"(each should be the sum of G over the batch)")
     expect(bool((grad[n:] == 0).all()),
             f"rows {n}..{p['max_len'] - 1} were not used by a length-{n} input but received a gradient")
+
+
+def _check_train_forward(case, got):
+    p, a = case["params"], case["arrays"]
+    out = got.floats("output", a["X"].shape, "pe(X) in train mode with dropout=0")
+    ref64, ref32 = _reference_pe(p, a["table"], a["X"])
+    close(out, ref64, max(tolerance(ref32, ref64), scaled(ref64, 1e-6)),
+           "pe(X) in train mode with dropout=0, through which the gradient flows (should be X + P[:n])")
 
 
 def _check_pe_shape(case, got):
@@ -127,12 +148,23 @@ CHECKS = [
     Spec("test_pe_table", "pe_parameters", "exactly one parameter, of shape (max_len, num_hiddens)", 0.5,
          _check_one_parameter,
          kind="structure"),
-    Spec("test_pe_table", "pe_trainable", "the table is trainable: one SGD step moves it", 0.5,
+    Spec("test_pe_table", "pe_default", "max_len defaults to 1000", 0.25, _check_default,
+         kind="structure"),
+    Spec("test_pe_table", "pe_trainable", "the table is trainable: one SGD step moves it", 0.25,
          _check_trainable,
          kind="structure"),
-    Spec("test_pe_table", "pe_gradient", "the gradient reaches exactly the rows 0..n-1 of the table", 1,
-         _check_gradient,
-         hidden=True),
+    Spec("test_pe_table", "pe_gradient", "pe(X) in train mode with dropout=0 is X + P[:n] (not scored here: "
+                                         "the hidden check below scores it)", 0,
+         _check_train_forward, key="pe_train_output"),
+    Spec("test_pe_table", "pe_gradient", "the gradient of sum(pe(X) * G) reaches exactly the rows 0..n-1 of "
+                                         "the table", 0.5,
+         _check_gradient),
+    Spec("test_pe_table", "pe_gradient", "the same on random sizes and values: the gradient of each used row is "
+                                         "the sum of G over the batch, the other rows get none", 0.25,
+         _check_gradient, key="pe_gradient_random", hidden=True),
+    Spec("test_pe_table", "pe_gradient", "the output the gradient flows through is X + P[:n] (train mode, "
+                                         "dropout=0)", 0.25,
+         _check_train_forward, key="pe_train_forward", hidden=True),
     Spec("test_pe_forward", "pe_shape", "the output has the input's shape", 0.5, _check_pe_shape,
          kind="structure"),
     Spec("test_pe_forward", "pe_known_table", "row i of the table is added to position i (dropout=0)", 1.5,
@@ -145,8 +177,7 @@ CHECKS = [
          _check_pe_parity,
          hidden=True),
     Spec("test_pe_forward", "pe_dropout", "dropout: in train mode about half the entries are zeroed and "
-                                          "the rest scaled by 2 (p=0.5); none in eval mode", 1, _check_dropout,
-         hidden=True),
+                                          "the rest scaled by 2 (p=0.5); none in eval mode", 1, _check_dropout),
 ]
 
 
@@ -164,6 +195,7 @@ def make_inputs(rng, **_sizes):                # problem set 1 has no size to ch
     inputs = {}
     s = sizes()
     inputs["pe_parameters"] = {"arrays": {"table": normal(s["max_len"], s["num_hiddens"])}, "params": s}
+    inputs["pe_default"] = {"arrays": {}, "params": {"num_hiddens": integer(5, 24)}}
     s = sizes()
     inputs["pe_trainable"] = {
         "arrays": {"table": normal(s["max_len"], s["num_hiddens"]),
@@ -174,7 +206,7 @@ def make_inputs(rng, **_sizes):                # problem set 1 has no size to ch
     inputs["pe_gradient"] = {
         "arrays": {"table": normal(s["max_len"], s["num_hiddens"]), "X": normal(batch, n, s["num_hiddens"]),
                    "G": normal(batch, n, s["num_hiddens"])},
-        "params": {**s, "num_steps": n}}
+        "params": {**s, "num_steps": n, "seed": integer(0, 2**31 - 1)}}
     s = sizes()
     inputs["pe_shape"] = {"arrays": {"X": normal(integer(1, 3), integer(1, s["max_len"]), s["num_hiddens"])},
                           "params": s}

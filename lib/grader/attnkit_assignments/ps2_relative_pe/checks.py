@@ -12,9 +12,10 @@ import torch
 from attnkit_grader.judging.compare import as32, as_tensor, close, equal, expect, fmt, scaled, shape_text, tolerance
 from attnkit_grader.judging.registry import Spec
 
+from .checks_causal import (_check_causal_agree, _check_causal_mask, _check_causal_parity, _check_causal_shapes,
+                            _check_causal_worked, _check_memory)
 from .inputs import MEMORY_HEAD_DIM, MEMORY_LENGTH, make_inputs
 from .reference import RelativeMultiHeadAttention as ReferenceAttention
-from .reference import causal_relative_attention_naive as reference_causal
 from .reference import relative_position_index as reference_index
 from .reference import skew as reference_skew
 
@@ -52,6 +53,8 @@ def _check_index_values(case, got):
 def _check_toeplitz(case, got):
     for index, (q, n, k) in enumerate(case["params"]["cases"]):
         what, value = _index_case(got, index, q, n, k)
+        if value.size == 0:                      # zero queries or keys: the shape is all there is to check
+            continue
         expect(bool((value[1:, 1:] == value[:-1, :-1]).all()),
                 f"{what} is not constant along diagonals: entry [i, j] must depend on j - i only")
         diagonal = np.diagonal(value)
@@ -185,6 +188,63 @@ def _check_attention_parity(case, got):
         close(weights, w64, tolerance(w32, w64), f"{what}: attention_weights")
 
 
+def _reference_gradients(params, arrays):
+    """{name: (grad64, grad32)} of sum(output * G) for rel_k and rel_v, the reference on float64/float32 inputs."""
+    grads = {}
+    for dtype in (torch.float64, torch.float32):
+        module = _reference_attention(params, arrays, dtype)
+        inputs = [as_tensor(arrays[key], dtype) for key in ("queries", "keys", "values")]
+        with torch.enable_grad():
+            (module(*inputs) * as_tensor(arrays["G"], dtype)).sum().backward()
+        for name in ("rel_k", "rel_v"):
+            grads.setdefault(name, []).append(getattr(module, name).grad.double().numpy())
+    return grads
+
+
+def _check_gradient(case, got):
+    p, a = case["params"], case["arrays"]
+    for name, (grad64, grad32) in _reference_gradients(p, a).items():
+        expect(got.integer(f"{name}_is_parameter", f"whether {name} is a parameter") == 1,
+                f"{name} is not among the module's parameters (a buffer or a plain tensor): the optimizer "
+                f"would never update it; make it an nn.Parameter or an nn.Embedding")
+        grad = got.floats(f"{name}_grad", grad64.shape, f"the gradient of {name}")
+        expect(np.abs(grad).max() > 0, f"no gradient reached {name}: use it in forward as it is, not through "
+                                       f".detach() or .data")
+        close(grad, grad64, max(tolerance(grad32, grad64), scaled(grad64, 1e-5)),
+               f"the gradient of sum(output * G) with respect to {name}")
+
+
+def _check_defaults(case, got):
+    has_bias = got.native("has_bias", (4,), "which linear layers have a bias")
+    with_bias = [name for name, flag in zip(_LINEARS, has_bias.tolist()) if flag]
+    expect(not with_bias, f"built without the bias argument, {', '.join(with_bias)} have a bias: the exercise "
+                          f"fixes bias=False as the default")
+
+
+def _check_dropout(case, got):
+    """Dropout's own behaviour, measured against the submission's own eval output (the values are checked
+    elsewhere)."""
+    p = case["params"]
+    output_shape, _ = _attention_shapes(case)
+    samples = p["samples"]
+    eval_output = got.floats("eval_output", output_shape, "the output in eval mode with dropout=0.5")
+    train = got.floats("train_outputs", (samples, *output_shape), "the outputs in train mode with dropout=0.5")
+    expect(float(np.abs(train - eval_output).max()) > 1e-6,
+            "dropout=0.5 changed nothing in train mode: apply the module's nn.Dropout to the attention weights")
+    zeros = float((train == 0).mean())
+    expect(zeros < 0.01, f"{100 * zeros:.0f}% of the outputs are exactly 0 in train mode: dropout acts on the "
+                         f"output; apply it to the attention weights, before they multiply the values")
+    # Dropout keeps the expected value of the weights and everything after them is linear, so the
+    # average over the samples approaches the eval output: within a few standard errors.
+    error = np.abs(train.mean(axis=0) - eval_output)
+    allowed = 6.0 * train.std(axis=0) / math.sqrt(samples) + scaled(eval_output, 1e-5)
+    worst = int(np.argmax(error - allowed))
+    expect(bool((error <= allowed).all()),
+            f"over {samples} passes in train mode the average output is off from the eval output by "
+            f"{error.flat[worst]:.3g} (allowed {allowed.flat[worst]:.3g}): dropout must act on the attention "
+            f"weights only, where it keeps their expected value")
+
+
 def _log_differences(weights, shift):
     """log w_ij - log w_i0 over the last n x n block of (1, heads, shift + n, shift + n) weights."""
     block = weights[..., shift:, shift:]
@@ -241,7 +301,7 @@ def _check_skew_shape(case, got):
 
 
 def _check_skew_values(case, got):
-    for key, X in sorted(case["arrays"].items()):
+    for key, X in sorted(case["arrays"].items(), key=lambda item: (-item[1].size, item[0])):   # largest first
         L = X.shape[-1]
         what = f"skew(X) on and below the diagonal, X of shape {shape_text(X.shape)}" + \
             (" (the exercise's example)" if key == "example" else "")
@@ -264,106 +324,6 @@ def _check_skew_float64(case, got):
     out = got.native("output_X", X.shape, what)
     expect(out.dtype == np.float64, f"skew of a float64 tensor should be float64, got {out.dtype}")
     _skew_output(got, "output_X", X, what)
-
-
-# ---------------------------------------------------------------------------------------------------
-# Problem set 2: causal relative attention, naive and skewed
-
-_NAMES = {"naive": "causal_relative_attention_naive", "skewed": "causal_relative_attention"}
-
-
-def _causal_shapes(arrays, suffix=""):
-    batch, L, _ = arrays[f"queries{suffix}"].shape
-    return (batch, L, arrays[f"values{suffix}"].shape[2]), (batch, L, L)
-
-
-def _check_causal_shapes(case, got):
-    output_shape, weights_shape = _causal_shapes(case["arrays"])
-    for version in ("naive", "skewed"):
-        got.floats(f"{version}_output", output_shape, f"{_NAMES[version]}: output")
-        got.floats(f"{version}_weights", weights_shape, f"{_NAMES[version]}: weights")
-
-
-def _check_causal_mask(case, got):
-    output_shape, weights_shape = _causal_shapes(case["arrays"])
-    weights = got.floats("skewed_weights", weights_shape, f"{_NAMES['skewed']}: weights")
-    L = weights_shape[-1]
-    above = ~_lower(L)
-    expect(bool((weights[:, above] == 0).all()), "query i must not see keys j > i: mask them before the softmax")
-    close(weights.sum(axis=-1), np.ones(weights_shape[:-1]), 1e-5, "the row sums of the weights")
-
-
-def _check_causal_agree(case, got):
-    a = case["arrays"]
-    output_shape, weights_shape = _causal_shapes(a)
-    got_ = {key: got.floats(key, shape, f"{_NAMES[key.split('_')[0]]}: {key.split('_')[1]}")
-            for key, shape in (("naive_output", output_shape), ("naive_weights", weights_shape),
-                               ("skewed_output", output_shape), ("skewed_weights", weights_shape))}
-    close(got_["skewed_weights"], got_["naive_weights"], 1e-5, "skewed weights vs naive weights")
-    close(got_["skewed_output"], got_["naive_output"], 1e-5, "skewed output vs naive output")
-    # Anchor the agreement to the grader's inputs: the weights are a distribution over keys and the
-    # output is their average of the given values (what both versions must share).
-    weights = got_["skewed_weights"]
-    close(weights.sum(axis=-1), np.ones(weights_shape[:-1]), 1e-5, "the row sums of the weights")
-    expect(bool((weights[:, _lower(weights_shape[-1])] > 0).all()),
-            "a softmax over the keys j <= i gives each of them a positive weight; some got 0 or less")
-    want = weights @ as32(a["values"])
-    close(got_["skewed_output"], want, scaled(want, 1e-5), "the output (should be weights @ values)")
-
-
-def _causal_reference(arrays, suffix=""):
-    """((out64, w64), (out32, w32)) of the float64 reference on float64 and float32 inputs."""
-    inputs = [arrays[f"{key}{suffix}"] for key in ("queries", "keys", "values", "rel_k")]
-    results = []
-    for dtype in (torch.float64, torch.float32):
-        with torch.no_grad():
-            out, weights = reference_causal(*[as_tensor(x, dtype) for x in inputs])
-        results.append((out.double().numpy(), weights.double().numpy()))
-    return results
-
-
-def _check_causal_parity(case, got):
-    a, version = case["arrays"], case["version"]
-    for L in case["params"]["lengths"]:
-        output_shape, weights_shape = _causal_shapes(a, f"_{L}")
-        (out64, w64), (out32, w32) = _causal_reference(a, f"_{L}")
-        weights = got.floats(f"weights_{L}", weights_shape, f"{_NAMES[version]}: weights, L = {L}")
-        close(weights, w64, tolerance(w32, w64), f"{_NAMES[version]}: weights, L = {L}")
-        out = got.floats(f"output_{L}", output_shape, f"{_NAMES[version]}: output, L = {L}")
-        close(out, out64, tolerance(out32, out64), f"{_NAMES[version]}: output, L = {L}")
-
-
-def _memory_reference_rows(arrays, rows, dtype):
-    """Output and weight rows of causal attention with E rows all equal, computed one query at a time."""
-    queries, keys, values = (np.asarray(arrays[k][0], dtype=dtype) for k in ("queries", "keys", "values"))
-    row = np.asarray(arrays["rel_k_row"], dtype=dtype)
-    L, d = queries.shape
-    outputs, weights = np.zeros((len(rows), values.shape[1])), np.zeros((len(rows), L))
-    for r, i in enumerate(rows):
-        q = queries[i]
-        scores = (keys[:i + 1] @ q + q @ row) / dtype(math.sqrt(d))                     # (i + 1,)
-        scores = np.exp(scores - scores.max())
-        w = scores / scores.sum()
-        weights[r, :i + 1] = w
-        outputs[r] = w @ values[:i + 1]
-    return outputs, weights
-
-
-def _check_memory(case, got):
-    p, a = case["params"], case["arrays"]
-    L, d = p["length"], p["head_dim"]
-    rows = [int(i) for i in a["rows"]]
-    shapes = got.native("shapes", (2, 3), "the shapes of output and weights")
-    expect(shapes.dtype.kind in "iu" and shapes.tolist() == [[1, L, d], [1, L, L]],
-            f"at L = {L}, head_dim = {d}: output should have shape (1, {L}, {d}) and weights (1, {L}, {L}), "
-            f"got {shapes.tolist() if shapes.dtype.kind in 'iu' else 'something else'}")
-    out = got.floats("output_rows", (len(rows), d), f"output rows at L = {L}")
-    weights = got.floats("weight_rows", (len(rows), L), f"weight rows at L = {L}")
-    out64, w64 = _memory_reference_rows(a, rows, np.float64)
-    out32, w32 = _memory_reference_rows(a, rows, np.float32)
-    what = f"at L = {L} with every row of rel_k equal (the relative term is then the same for every key)"
-    close(weights, w64, tolerance(w32, w64), f"weights of queries {rows} {what}")
-    close(out, out64, tolerance(out32, out64), f"output of queries {rows} {what}")
 
 
 _MEMORY_HINT = (f"(at L = {MEMORY_LENGTH}, an (L, L, head_dim) float32 tensor of gathered rows takes "
@@ -392,16 +352,28 @@ CHECKS = [
                                               "values", 0.5, _check_tables,
          kind="structure"),
     Spec("test_rel_attention", "attn_self_shape", "self-attention: the output has shape (batch, q, "
-                                                  "num_hiddens)", 0.5, _check_output_shape,
+                                                  "num_hiddens)", 0.25, _check_output_shape,
          kind="structure"),
     Spec("test_rel_attention", "attn_cross_shape", "cross-attention (q != k): the output has shape (batch, q, "
-                                                   "num_hiddens)", 0.5, _check_output_shape,
+                                                   "num_hiddens)", 0.25, _check_output_shape,
          kind="structure"),
     Spec("test_rel_attention", "attn_weights_shape", "attention_weights has shape (batch, num_heads, q, k) and "
-                                                     "rows sum to 1", 0.5, _check_weights_rows,
+                                                     "rows sum to 1", 0.25, _check_weights_rows,
          kind="structure"),
+    Spec("test_rel_attention", "attn_defaults", "the linear layers have no bias by default (bias=False)", 0.25,
+         _check_defaults, kind="structure"),
     Spec("test_rel_attention", "attn_mask_batch", "with valid_lens of shape (batch,), keys beyond the valid "
-                                                  "length get weight exactly 0", 0.5, _check_masked_zero,
+                                                  "length get weight exactly 0", 0.25, _check_masked_zero,
+         kind="property"),
+    Spec("test_rel_attention", "attn_worked", "the exercise's 2-head case (max_distance = 1, valid_lens of shape "
+                                              "(batch, q)): output and attention weights", 1,
+         _check_attention_parity, (("what", "2 heads, max_distance = 1"),)),
+    Spec("test_rel_attention", "attn_empty_rows", "a query with valid length 0 gets all-zero weights, not NaN", 0.25,
+         _check_attention_parity, (("what", "valid_lens with zeros"),)),
+    Spec("test_rel_attention", "attn_gradient", "rel_k and rel_v are parameters, and the gradient of the output "
+                                                "reaches both", 0.5, _check_gradient),
+    Spec("test_rel_attention", "attn_dropout", "dropout acts on the attention weights in train mode (not on the "
+                                               "output), never in eval mode", 0.5, _check_dropout,
          kind="property"),
     Spec("test_rel_attention", "attn_self_parity", "self-attention: the attention weights equal the "
                                                    "reference's with the same parameters (4 heads, k = 3, "
@@ -410,22 +382,25 @@ CHECKS = [
          key="attn_self_weights",
          hidden=True),
     Spec("test_rel_attention", "attn_self_parity", "self-attention: the output equals the reference's with "
-                                                   "the same parameters (4 heads, k = 3, length 9)", 1,
+                                                   "the same parameters (4 heads, k = 3, length 9)", 0.75,
          _check_attention_parity, (("what", "self-attention"), ("compare", "output")),
          hidden=True),
     Spec("test_rel_attention", "attn_cross_parity", "cross-attention (5 queries, 11 keys, bias=True) with "
-                                                    "valid_lens of shape (batch, q) equals the reference", 1.5,
+                                                    "valid_lens of shape (batch, q) equals the reference", 1,
          _check_attention_parity, (("what", "cross-attention"),),
          hidden=True),
     Spec("test_rel_attention", "attn_zero_distance", "max_distance = 0 is plain multi-head attention, outputs "
-                                                     "shifted by W_o applied to rel_v[0]", 1,
+                                                     "shifted by W_o applied to rel_v[0]", 0.5,
          _check_attention_parity, (("what", "max_distance = 0"),),
          hidden=True),
+    Spec("test_rel_attention", "attn_one_head", "one head (num_heads = 1) equals the reference", 0.5,
+         _check_attention_parity, (("what", "one head"),),
+         hidden=True),
     Spec("test_rel_attention", "attn_shift", "relative logits do not change when the whole context is "
-                                             "shifted", 1, _check_shift,
+                                             "shifted", 0.5, _check_shift,
          kind="property", hidden=True),
     Spec("test_rel_attention", "attn_mask_rows", "keys beyond valid_lens of shape (batch, q) get weight "
-                                                 "exactly 0", 0.5, _check_masked_zero,
+                                                 "exactly 0", 0.25, _check_masked_zero,
          kind="property", hidden=True),
     Spec("test_skew", "skew_shape", "keeps the shape (batch, heads, L, L)", 0.5, _check_skew_shape,
          kind="structure"),
@@ -438,7 +413,7 @@ CHECKS = [
          kind="structure", hidden=True),
     Spec("test_skew", "skew_float64", "keeps the dtype and all leading dimensions: float64 (batch, heads, L, "
                                       "L)", 0.5, _check_skew_float64,
-         kind="structure", hidden=True),
+         kind="structure"),
     Spec("test_causal", "causal_shapes", "both versions return output (batch, L, d_v) and weights "
                                          "(batch, L, L)", 0.5, _check_causal_shapes,
          kind="structure"),
@@ -446,18 +421,20 @@ CHECKS = [
                                               "diagonal and rows sum to 1", 0.5, _check_causal_mask,
          kind="structure"),
     Spec("test_causal", "causal_agree", "causal_relative_attention (skewed) equals "
-                                        "causal_relative_attention_naive (L = 6)", 1, _check_causal_agree,
+                                        "causal_relative_attention_naive (L = 6)", 0.5, _check_causal_agree,
          kind="property"),
+    Spec("test_causal", "causal_worked", "both versions on a small case with values wider than the queries "
+                                         "(L = 4, head_dim = 3, value width 5)", 1, _check_causal_worked),
     Spec("test_causal", "causal_naive_parity", "causal_relative_attention_naive equals the float64 "
-                                               "reference (L = 1, 6, 17)", 1, _check_causal_parity,
-         (("version", "naive"),),
+                                               "reference (L = 1, 6, 17; value width != head_dim)", 0.75,
+         _check_causal_parity, (("version", "naive"),),
          hidden=True),
     Spec("test_causal", "causal_skewed_parity", "causal_relative_attention (skewed) equals the float64 "
-                                                "reference (L = 1, 6, 17)", 1, _check_causal_parity,
-         (("version", "skewed"),),
+                                                "reference (L = 1, 6, 17; value width != head_dim)", 0.75,
+         _check_causal_parity, (("version", "skewed"),),
          hidden=True),
     Spec("test_causal", "causal_memory", f"memory: at L = {MEMORY_LENGTH}, head_dim = {MEMORY_HEAD_DIM} the "
                                          f"skewed version runs under the grader's memory cap and gives the "
                                          f"reference's rows", 1, _check_memory, hint=_MEMORY_HINT,
-         hidden=True),
+         hidden=True, diagnose=False),
 ]

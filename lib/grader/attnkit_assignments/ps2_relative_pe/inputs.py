@@ -46,7 +46,8 @@ def make_inputs(rng, memory_length=MEMORY_LENGTH, memory_head_dim=MEMORY_HEAD_DI
     L = integer(5, 9)
     cases = [[1, 1, 0], [L, L, integer(1, L - 3)], [integer(2, 4), integer(6, 10), integer(1, 2)],
              [integer(7, 10), integer(2, 4), integer(3, 5)], [integer(3, 8), integer(3, 8), 0],
-             [integer(2, 6), integer(5, 10), integer(11, 25)], [integer(10, 14), integer(8, 12), integer(2, 4)]]
+             [integer(2, 6), integer(5, 10), integer(11, 25)], [integer(10, 14), integer(8, 12), integer(2, 4)],
+             [0, integer(1, 4), integer(0, 2)], [integer(1, 4), 0, integer(0, 2)]]
     inputs["index_cases"] = {"arrays": {}, "params": {"cases": cases}}
 
     # RelativeMultiHeadAttention: the sizes of the notebook's checks (every length exceeds k + 1, so a
@@ -90,6 +91,40 @@ def make_inputs(rng, memory_length=MEMORY_LENGTH, memory_head_dim=MEMORY_HEAD_DI
                    "valid_lens": rng.integers(1, 8, size=(2, 3)).astype(np.int64)},
         "params": s}
 
+    # The exercise's own 2-head case size (the notebook's worked case), with random weights and valid_lens.
+    s = {"num_hiddens": 4, "num_heads": 2, "max_distance": 1, "bias": False}
+    keys = normal(2, 4, 4)
+    inputs["attn_worked"] = {
+        "arrays": {**_weights(rng, 4, 2, 1), "queries": normal(2, 3, 4), "keys": keys, "values": keys,
+                   "valid_lens": rng.integers(1, 5, size=(2, 3)).astype(np.int64)},
+        "params": s}
+    s = {"num_hiddens": 8, "num_heads": 1, "max_distance": 2, "bias": False}
+    X = normal(2, 6, 8)
+    inputs["attn_one_head"] = {"arrays": {**_weights(rng, 8, 1, 2), "queries": X, "keys": X, "values": X},
+                               "params": s}
+    s = {"num_hiddens": 12, "num_heads": 3, "max_distance": 2, "bias": False}
+    keys = normal(2, 5, 12)
+    lens = rng.integers(1, 6, size=(2, 4)).astype(np.int64)
+    lens[0, integer(0, 3)], lens[1, integer(0, 3)] = 0, 0                 # one query of each sequence sees nothing
+    inputs["attn_empty_rows"] = {
+        "arrays": {**_weights(rng, 12, 3, 2), "queries": normal(2, 4, 12), "keys": keys, "values": keys,
+                   "valid_lens": lens},
+        "params": s}
+    s = {"num_hiddens": 12, "num_heads": 3, "max_distance": 2, "bias": False}
+    keys = normal(2, 6, 12)
+    inputs["attn_gradient"] = {
+        "arrays": {**_weights(rng, 12, 3, 2), "queries": normal(2, 5, 12), "keys": keys, "values": keys,
+                   "G": normal(2, 5, 12)},
+        "params": s}
+    inputs["attn_defaults"] = {"arrays": {}, "params": {"num_hiddens": 4 * integer(2, 4), "num_heads": 4,
+                                                        "max_distance": integer(1, 3)}}
+    s = {"num_hiddens": 16, "num_heads": 4, "max_distance": 3, "bias": False, "samples": 200,
+         "seed": integer(0, 2**31 - 1)}
+    keys = normal(2, 7, 16)
+    inputs["attn_dropout"] = {"arrays": {**_weights(rng, 16, 4, 3), "queries": normal(2, 5, 16), "keys": keys,
+                                         "values": keys},
+                              "params": s}
+
     # skew
     inputs["skew_shape"] = {"arrays": {"X": normal(2, 3, 5, 5)}, "params": {}}
     inputs["skew_example"] = {"arrays": {"example": np.arange(16.0).reshape(4, 4), "random": normal(4, 4)},
@@ -99,22 +134,24 @@ def make_inputs(rng, memory_length=MEMORY_LENGTH, memory_head_dim=MEMORY_HEAD_DI
     inputs["skew_float64"] = {"arrays": {"X": normal(2, 3, 5, 5)}, "params": {}}
 
     # causal relative attention
-    def causal(L, suffix=""):
+    def causal(L, suffix="", value_dim=8):
         return {f"queries{suffix}": normal(2, L, 8), f"keys{suffix}": normal(2, L, 8),
-                f"values{suffix}": normal(2, L, 8), f"rel_k{suffix}": normal(L, 8)}
+                f"values{suffix}": normal(2, L, value_dim), f"rel_k{suffix}": normal(L, 8)}
 
     for name in ("causal_shapes", "causal_skewed_mask", "causal_agree"):
         inputs[name] = {"arrays": causal(6), "params": {}}
+    inputs["causal_worked"] = {"arrays": {"queries": normal(2, 4, 3), "keys": normal(2, 4, 3),
+                                          "values": normal(2, 4, 5), "rel_k": normal(4, 3)}, "params": {}}
     for name in ("causal_naive_parity", "causal_skewed_parity"):
         arrays = {}
-        for L in (1, 6, 17):
-            arrays.update(causal(L, f"_{L}"))
+        for L, value_dim in ((1, 8), (6, 8), (17, integer(3, 13))):       # values narrower or wider than d
+            arrays.update(causal(L, f"_{L}", value_dim))
         inputs[name] = {"arrays": arrays, "params": {"lengths": [1, 6, 17]}}
     L, d = memory_length, memory_head_dim
     middle = rng.choice(np.arange(1, L - 1), size=MEMORY_ROWS - 2, replace=False)
     rows = np.sort(np.concatenate([[0, L - 1], middle])).astype(np.int64)
     inputs["causal_memory"] = {
         "arrays": {key: (0.1 * normal(1, L, d)).astype(np.float32) for key in ("queries", "keys", "values")}
-        | {"rel_k_row": (0.1 * normal(d)).astype(np.float32), "rows": rows},
+        | {"rel_k": (0.1 * normal(L, d)).astype(np.float32), "rows": rows},
         "params": {"length": L, "head_dim": d}}
     return inputs

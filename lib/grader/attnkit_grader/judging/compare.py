@@ -29,8 +29,11 @@ class Outputs:
 
     def __init__(self, arrays):
         self.arrays = arrays
+        self.read = []           # the keys a check asked for, in order (the diagnosis compares those)
 
     def _raw(self, key, shape, what):
+        if key not in self.read:
+            self.read.append(key)
         value = self.arrays.get(key)
         if value is None:
             raise Fail(f"{what}: no result came back")

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from attnkit.checking import has_evidence
 
-from . import registry
+from . import registry, variants
 from .compare import Fail, Outputs
 
 __all__ = ["Check", "UNSUPPORTED", "decide", "judge", "scores"]
@@ -99,27 +99,50 @@ def _nested(outputs):
     return nested
 
 
-def _decide(spec, case, arrays, error):
-    """One check: passed only when the numbers satisfy it; never raises."""
+def _decide(assignment, spec, case, arrays, error):
+    """One check: (passed, message, matched) where ``matched`` says the numbers of a failed check of the
+    values are those of a catalogued bug, which the message then names; never raises."""
     hint = f" {spec.hint}" if spec.hint else ""
     if error is not None:
-        return False, _explain_error(error) + hint
+        message = _explain_error(error) + hint
+        try:
+            found = variants.diagnose_error(assignment, spec, case, error) if case and spec.kind == "values" else []
+        except Exception:           # noqa: BLE001 - a diagnosis that cannot be made is no diagnosis
+            found = []
+        if found:
+            return False, _one_line(f"{variants.diagnosis_text(found, raised=True)} ({message})",
+                                    2 * _MESSAGE_LIMIT), False          # named, but an exception proves no work
+        return False, message, False
     if not isinstance(arrays, dict) or not arrays:
         return False, ("no result came back for this check: the notebook did not get this far (a cell "
-                       "timed out or crashed), or the grader's memory/time cap stopped it" + hint)
+                       "timed out or crashed), or the grader's memory/time cap stopped it" + hint), False
     if case is None:
-        return False, "the grader had no inputs for this check"
+        return False, "the grader had no inputs for this check", False
+    got = Outputs(arrays)
     try:
-        spec.decide({**case, **dict(spec.extra)}, Outputs(arrays))
+        spec.decide({**case, **dict(spec.extra)}, got)
     except Fail as failure:
-        return False, _one_line(failure)
+        message = _one_line(failure)
     except Exception as exc:        # noqa: BLE001 - a malformed result fails its check, never the grader
-        return False, _one_line(f"the grader could not read this result ({type(exc).__name__}: {exc})")
-    return True, ""
+        return False, _one_line(f"the grader could not read this result ({type(exc).__name__}: {exc})"), False
+    else:
+        return True, "", False
+    if spec.kind != "values":
+        return False, message, False
+    try:
+        found = variants.diagnose(assignment, spec, case, arrays, got.read)
+    except Exception:               # noqa: BLE001 - a diagnosis that cannot be made is no diagnosis
+        found = []
+    if not found:
+        return False, message, False
+    evidence = variants.informative([arrays[key] for key in got.read if key in arrays])
+    return False, _one_line(f"{variants.diagnosis_text(found)} ({message})", 2 * _MESSAGE_LIMIT), evidence
 
 
 def decide(assignment, inputs, outputs, probe_errors=None):
-    """[(spec, passed, message), ...] for every check of the assignment, each decided on its own numbers.
+    """[(spec, passed, message, matched), ...] for every check of the assignment, each decided on its own
+    numbers; ``matched``: a failed check of the values whose numbers are a catalogued bug's (named in the
+    message; see :mod:`.variants`).
 
     The evidence rule is not applied here: ``judge`` applies it to the whole cell, and the hidden part
     of a notebook's test cell (``attnkit_grader.judging.in_kernel``) leaves it to the cell's ``Checks``, which
@@ -131,7 +154,7 @@ def decide(assignment, inputs, outputs, probe_errors=None):
     decided = []
     for spec in registry.specs(assignment):
         error = errors.get(spec.probe, errors.get("*"))          # "*": the whole outputs file was rejected
-        decided.append((spec, *_decide(spec, inputs.get(spec.probe), outputs.get(spec.probe), error)))
+        decided.append((spec, *_decide(assignment, spec, inputs.get(spec.probe), outputs.get(spec.probe), error)))
     return decided
 
 
@@ -144,16 +167,17 @@ def judge(assignment, inputs, outputs, probe_errors=None):
     A probe with neither outputs nor an error (the notebook never got there) fails its checks.
 
     A structure or property check counts only when a scored comparison with the reference in the same
-    cell passed: arrays built to have the right shape or property earn nothing on their own
+    cell passed, or failed with the numbers of a catalogued bug (:mod:`.variants`): arrays built to have
+    the right shape or property earn nothing on their own
     (``attnkit.checking.Checks`` applies the same rule in the notebooks, so plain nbgrader agrees).
     """
     decided = decide(assignment, inputs, outputs, probe_errors)
     cells = {}
-    for spec, passed, _ in decided:
-        cells.setdefault(spec.grade_id, []).append((spec.points, passed, spec.kind))
+    for spec, passed, _, matched in decided:
+        cells.setdefault(spec.grade_id, []).append((spec.points, passed, spec.kind, matched))
     evidenced = {grade_id for grade_id, results in cells.items() if has_evidence(results)}
     decided = [(spec, False, UNSUPPORTED) if passed and spec.kind != "values" and spec.grade_id not in evidenced
-               else (spec, passed, message) for spec, passed, message in decided]
+               else (spec, passed, message) for spec, passed, message, _ in decided]
     verdicts = {}
     for spec, passed, message in decided:
         points = float(spec.points)

@@ -58,14 +58,14 @@ def run(checks, assignment, grade_id, namespace, sizes=None, measured=None):
             (output, error), largest[probe] = largest_allocation(run_here, namespace, assignment, inputs, {probe})
             outputs.update(output)
             errors.update(error)
-    for spec, passed, message in engine.decide(assignment, inputs, outputs, errors):
+    for spec, passed, message, matched in engine.decide(assignment, inputs, outputs, errors):
         if spec not in specs:
             continue
         name = spec.name
         if spec.probe in measured:
             name, passed, message = measured[spec.probe](passed, message.removesuffix(f" {spec.hint}"),
                                                          largest[spec.probe])
-        checks.record(name, spec.points, None if passed else message, kind=spec.kind)
+        checks.record(name, spec.points, None if passed else message, kind=spec.kind, matched=matched)
 
 
 @contextlib.contextmanager

@@ -9,11 +9,15 @@ A hidden test grades an object only if it was written in the notebook:
 3. none of its code objects is the reference's own code: a fingerprint of the bytecode, constants
    and names (not the file name or line numbers, so a copy pasted into a cell or ``exec``-ed from
    the solution file's text still matches) is compared with every reference function big enough
-   not to be written the same way by chance.
+   not to be written the same way by chance. A copy written out in the notebook is flagged for the
+   instructor, never scored 0 (the course's policy, and what the sandboxed grader does: it cannot
+   load the reference at all); one loaded from the solutions' files (the notebook holds a module,
+   module spec, path or file of theirs) scores 0, as it does in the sandbox, where it fails.
 This is not a sandbox: a determined student can evade it; full isolation is a later issue.
 """
 
 import importlib
+import importlib.machinery
 import inspect
 import os
 import types
@@ -96,6 +100,33 @@ def _names_solutions(code, namespace):
     return SOLUTIONS in code.co_names
 
 
+def _inside_solutions(value):
+    path = str(value) if isinstance(value, (str, os.PathLike)) else None
+    return path is not None and os.path.isabs(path) and any(
+        os.path.abspath(path).startswith(folder + os.sep) for folder in PACKAGE_DIRS[1:])
+
+
+def _holds_solutions(namespace):
+    """True if the notebook's namespace keeps a handle on the reference solutions: a module or module spec
+    of theirs, or a path or file inside their folder (what loading their code leaves behind)."""
+    for value in list(namespace.values()):
+        names = [getattr(value, attribute, None) for attribute in ("__name__", "name")]
+        names = [n for n in names if not (isinstance(n, str) and n.endswith(".hidden"))]   # the test cells' own
+        if isinstance(value, (types.ModuleType, importlib.machinery.ModuleSpec)) and \
+                any(_from_solutions(n) for n in names):
+            return True
+        if _inside_solutions(value) or _inside_solutions(getattr(value, "name", None)) or \
+                _inside_solutions(getattr(value, "origin", None)):
+            return True
+    return False
+
+
+def copied(reason):
+    """True for a ``problem`` that is only a copy of the reference's code, written out in the notebook:
+    flagged for the instructor, never scored 0 (the sandboxed grader cannot tell a copy either)."""
+    return reason is not None and "is a copy of the reference solution's code" in reason
+
+
 def problem(obj, name):
     """None if ``obj`` looks written in the notebook, else a sentence saying why it is not graded."""
     if not (inspect.isclass(obj) or inspect.isfunction(obj)):
@@ -132,6 +163,8 @@ def problem(obj, name):
                     return f"{where} refers to {SOLUTIONS}"
                 copied = references.get(fingerprint(code))
                 if copied is not None:
+                    if _holds_solutions(function.__globals__):
+                        return f"{where} is the reference solution's code, loaded from the reference solutions"
                     return f"{where} is a copy of the reference solution's code ({copied})"
                 for global_name in code.co_names:
                     target = function.__globals__.get(global_name)
@@ -151,9 +184,13 @@ def problem(obj, name):
 
 
 def check(checks, obj, name):
-    """Disqualify the cell (score 0, with the reason) unless ``obj`` passes ``problem``; True if it passes."""
+    """Disqualify the cell (score 0, with the reason) when ``obj`` comes from the reference solutions; flag
+    it (score unchanged) when it is a copy of their code written out in the notebook. True: grade it."""
     reason = problem(obj, name)
     if reason is None:
+        return True
+    if copied(reason):
+        checks.flag(f"{reason}: flagged for the instructor to read; the score is not changed")
         return True
     checks.disqualify(f"{reason}. Only work written in this notebook earns points; this cell scores 0.")
     return False

@@ -39,6 +39,7 @@ class Spec:
     key: str = ""              # short unique id of the check (the probe's name unless a probe has several)
     kind: str = "values"
     hidden: bool = False
+    diagnose: bool = True      # compare a failed result with the catalogue's variants (off: too costly)
 
     def __post_init__(self):
         if self.kind not in KINDS:

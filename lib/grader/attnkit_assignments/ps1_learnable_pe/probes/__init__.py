@@ -6,7 +6,7 @@ Staged into every sandbox (see attnkit_sandbox.probing): no reference code and n
 import numpy as np
 import torch
 
-from attnkit.checking import load_table, single_parameter
+from attnkit.checking import load_table, single_parameter, table_tensor
 from attnkit_sandbox.probing import as_tensor, floats, ints, lookup, probe
 
 def _positional(namespace, params, dropout=0.0, table=None):
@@ -14,7 +14,7 @@ def _positional(namespace, params, dropout=0.0, table=None):
     cls = lookup(namespace, "LearnablePositionalEncoding")
     module = cls(params["num_hiddens"], dropout, max_len=params["max_len"])
     if table is not None:
-        load_table(single_parameter(module), as_tensor(table))
+        load_table(table_tensor(module, (params["max_len"], params["num_hiddens"])), as_tensor(table))
     return module
 
 
@@ -33,6 +33,17 @@ def _pe_parameters(namespace, arrays, params):
     return result
 
 
+def _pe_default(namespace, arrays, params):
+    """The shapes of the parameters of a module built without max_len (the default applies)."""
+    module = lookup(namespace, "LearnablePositionalEncoding")(params["num_hiddens"], 0.0)
+    found = list(module.parameters())
+    shapes = np.full((min(len(found), 16), 4), -1, dtype=np.int64)
+    for row, parameter in zip(shapes, found):
+        size = tuple(parameter.shape)[:4]
+        row[:len(size)] = size
+    return {"count": ints(len(found)), "shapes": shapes}
+
+
 def _pe_trainable(namespace, arrays, params):
     """One SGD step on loss = sum(P * direction), taken on the module's only parameter P."""
     module = _positional(namespace, params, table=arrays["table"])
@@ -48,17 +59,19 @@ def _pe_trainable(namespace, arrays, params):
 
 
 def _pe_gradient(namespace, arrays, params):
-    """The table's gradient of loss = sum(pe(X) * G) (train mode, dropout 0); zeros when none arrives."""
+    """The table's gradient of loss = sum(pe(X) * G) (train mode, dropout 0; zeros when none arrives), and
+    pe(X) itself."""
     module = _positional(namespace, params, table=arrays["table"])
-    table = single_parameter(module)
+    table = table_tensor(module, arrays["table"].shape)
     module.train()
+    torch.manual_seed(params["seed"])
     with torch.enable_grad():
         output = module(as_tensor(arrays["X"]))
         loss = (output * as_tensor(arrays["G"]).to(output.dtype)).sum()
         if loss.requires_grad:
             loss.backward()
     grad = table.grad if table.grad is not None else torch.zeros_like(table)
-    return {"grad": floats(grad, "the gradient of the table")}
+    return {"grad": floats(grad, "the gradient of the table"), "output": floats(output, "pe(X) in train mode")}
 
 
 def _pe_forward(namespace, arrays, params, table=None):
@@ -121,6 +134,7 @@ def _pe_dropout(namespace, arrays, params):
 # The probes in the order they run.
 PROBES = [
     probe("pe_parameters", "test_pe_table", _pe_parameters),
+    probe("pe_default", "test_pe_table", _pe_default),
     probe("pe_trainable", "test_pe_table", _pe_trainable),
     probe("pe_gradient", "test_pe_table", _pe_gradient),
     probe("pe_shape", "test_pe_forward", _pe_shape),

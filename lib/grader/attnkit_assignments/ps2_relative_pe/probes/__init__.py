@@ -99,6 +99,56 @@ def _attn_loaded(namespace, arrays, params):
     return {"output": output, "attention_weights": weights}
 
 
+def _attn_gradient(namespace, arrays, params):
+    """The gradients of sum(output * G) reaching rel_k and rel_v (zeros if none), and whether each table is
+    among the module's parameters (1) or not (0)."""
+    module = _attention(namespace, params, arrays)
+    module.train()                               # dropout is 0: train mode changes nothing but autograd's use
+    with torch.enable_grad():
+        output = module(as_tensor(arrays["queries"]), as_tensor(arrays["keys"]), as_tensor(arrays["values"]))
+        loss = (output * as_tensor(arrays["G"]).to(output.dtype)).sum()
+        if loss.requires_grad:
+            loss.backward()
+    result, owned = {}, {id(p) for p in module.parameters()}
+    for name in ("rel_k", "rel_v"):
+        table = table_of(getattr(module, name), name)
+        result[f"{name}_grad"] = floats(table.grad if table.grad is not None else torch.zeros_like(table),
+                                        f"the gradient of {name}")
+        result[f"{name}_is_parameter"] = ints(int(id(table) in owned))
+    return result
+
+
+def _attn_defaults(namespace, arrays, params):
+    """Which of W_q..W_o have a bias (1) or not (0) when the module is built without ``bias``."""
+    cls = lookup(namespace, "RelativeMultiHeadAttention")
+    module = cls(params["num_hiddens"], params["num_heads"], 0.0, params["max_distance"])
+    flags = []
+    for name in _LINEARS:
+        linear = getattr(module, name, None)
+        if not isinstance(getattr(linear, "weight", None), torch.Tensor):
+            raise AttributeError(f"the module needs an nn.Linear attribute {name}")
+        flags.append(int(isinstance(getattr(linear, "bias", None), torch.Tensor)))
+    return {"has_bias": ints(flags)}
+
+
+def _attn_dropout(namespace, arrays, params):
+    """dropout=0.5: the output in eval mode, then ``samples`` outputs in train mode (seeded)."""
+    cls = lookup(namespace, "RelativeMultiHeadAttention")
+    module = _attention(namespace, params, arrays)
+    dropping = cls(params["num_hiddens"], params["num_heads"], 0.5, params["max_distance"],
+                   bias=params.get("bias", False))
+    dropping.load_state_dict(module.state_dict())
+    inputs = [as_tensor(arrays[key]) for key in ("queries", "keys", "values")]
+    with torch.no_grad():
+        dropping.eval()
+        eval_output = floats(dropping(*inputs), "the output in eval mode")
+        dropping.train()
+        torch.manual_seed(params["seed"])
+        train = torch.stack([tensor_of(dropping(*inputs), "the output in train mode")
+                             for _ in range(params["samples"])])
+    return {"eval_output": eval_output, "train_outputs": floats(train, "the outputs in train mode")}
+
+
 def _attn_shift(namespace, arrays, params):
     """Self-attention weights for X, then for Y = [prefix; X] (X shifted by len(prefix) positions)."""
     module = _attention(namespace, params, arrays)
@@ -186,14 +236,13 @@ def _causal_lengths(which):
 
 
 def _causal_memory(namespace, arrays, params):
-    """The skewed version at a long length (every row of rel_k equal): the output and weight rows asked for.
+    """The skewed version at a long length: the output and weight rows asked for.
 
     The grader runs this under a memory cap that an (L, L, d) tensor would exceed.
     """
     function = lookup(namespace, "causal_relative_attention")
-    length, head_dim = params["length"], params["head_dim"]
     queries, keys, values = (as_tensor(arrays[key]) for key in ("queries", "keys", "values"))
-    rel_k = as_tensor(arrays["rel_k_row"]).reshape(1, head_dim).repeat(length, 1)   # (L, head_dim)
+    rel_k = as_tensor(arrays["rel_k"])                                             # (L, head_dim)
     rows = as_long(arrays["rows"])
     with torch.no_grad():
         result = function(queries, keys, values, rel_k)
@@ -221,6 +270,12 @@ PROBES = [
     probe("attn_self_parity", "test_rel_attention", _attn_loaded),
     probe("attn_cross_parity", "test_rel_attention", _attn_loaded),
     probe("attn_zero_distance", "test_rel_attention", _attn_loaded),
+    probe("attn_worked", "test_rel_attention", _attn_loaded),
+    probe("attn_gradient", "test_rel_attention", _attn_gradient),
+    probe("attn_defaults", "test_rel_attention", _attn_defaults),
+    probe("attn_dropout", "test_rel_attention", _attn_dropout),
+    probe("attn_empty_rows", "test_rel_attention", _attn_loaded),
+    probe("attn_one_head", "test_rel_attention", _attn_loaded),
     probe("attn_shift", "test_rel_attention", _attn_shift),
     probe("attn_mask_rows", "test_rel_attention", _attn_loaded),
     probe("skew_shape", "test_skew", _skew_outputs),
@@ -231,6 +286,7 @@ PROBES = [
     probe("causal_shapes", "test_causal", _causal_both),
     probe("causal_skewed_mask", "test_causal", _causal_skewed),
     probe("causal_agree", "test_causal", _causal_both),
+    probe("causal_worked", "test_causal", _causal_both),
     probe("causal_naive_parity", "test_causal", _causal_lengths("naive")),
     probe("causal_skewed_parity", "test_causal", _causal_lengths("skewed")),
     probe("causal_memory", "test_causal", _causal_memory),

@@ -1,0 +1,269 @@
+"""The bug catalogue at work: what each known bug scores, what the student sees, what the feedback says.
+
+For every bug of an assignment's catalogue (``attnkit_assignments.<name>.bugs``) this runs, in this
+process, the variant of the reference that carries it:
+
+- through the released notebook's visible test cells, as a student would see them (``visible``);
+- through the probes and the trusted judge, as the grader scores it on fresh inputs (``graded``);
+
+and compares: a test cell where the bug loses points at grading but every visible check passed is false
+reassurance; a visible check failing for a correct solution is a false alarm. ``write_worked`` records
+the numbers of the visible worked cases (``attnkit.checking.expect_worked``) for the reference and every
+variant into the student package (``attnkit/worked/<assignment>.json``): numbers, never code.
+
+    python -m attnkit_grader.catalogue [--write-worked] [--seed N] [ASSIGNMENT ...]
+
+prints one line per bug (points kept per cell, the visible checks that failed, whether the feedback
+names it) and the figures: catalogue size, false reassurance, false alarms, diagnosis rate.
+"""
+
+import argparse
+import contextlib
+import io
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+import attnkit.checking as checking
+from attnkit_sandbox.probing import run_here
+
+from .judging import engine, registry, variants
+from .judging.in_kernel import SEED
+
+__all__ = ["Outcome", "graded", "outcome", "visible", "write_worked"]
+
+ROOT = Path(__file__).resolve().parents[3]              # the repository (release/ lives there)
+
+
+def _release_cells(assignment, root=ROOT):
+    """(setup source, [(grade_id, source)] of the test cells) of the released notebook."""
+    path = Path(root) / "release" / assignment / f"{assignment}.ipynb"
+    notebook = nbformat.read(path, as_version=4)
+    setup, tests = None, []
+    for cell in notebook.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code":
+            continue
+        if meta.get("grade_id") == "setup":
+            setup = cell.source
+        elif meta.get("grade") and not meta.get("solution"):
+            tests.append((meta["grade_id"], cell.source))
+    if setup is None:
+        raise ValueError(f"{path}: no cell with grade_id 'setup'")
+    return setup, tests
+
+
+def _answers(namespace):
+    """The functions and classes a variant (or a student's namespace) defines, by name."""
+    module = namespace.get("__name__")
+    return {name: value for name, value in namespace.items()
+            if not name.startswith("_") and getattr(value, "__module__", None) == module and callable(value)}
+
+
+def visible(assignment, namespace, root=ROOT):
+    """{grade_id: Checks} of the released notebook's test cells run on the answers in ``namespace`` (what a
+    student sees; a cell's score is ``Checks.score()``, or 0 when it raised CellScoredZero)."""
+    setup, tests = _release_cells(assignment, root)
+    scope = {"__name__": "__main__"}
+    results = {}
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        exec(compile(setup, "<setup>", "exec"), scope)          # noqa: S102 - the kit's released notebook
+        scope.update(_answers(namespace))
+        for grade_id, source in tests:
+            try:
+                exec(compile(source, f"<{grade_id}>", "exec"), scope)   # noqa: S102
+            except checking.CellScoredZero:
+                pass
+            results[grade_id] = scope["checks"]
+    return results
+
+
+def plain(assignment, bug, root=ROOT):
+    """{grade_id: points} that plain ``nbgrader autograde`` gives ``bug`` (None: the reference): the source
+    notebook's test cells, visible and hidden, run in one namespace after the variant's code, as the kernel
+    runs them (the copy of the reference's code is flagged there, never scored 0)."""
+    notebook = nbformat.read(Path(root) / "source" / assignment / f"{assignment}.ipynb", as_version=4)
+    scope = {"__name__": "__main__"}
+    scores = {}
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        for cell in notebook.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if cell.cell_type != "code":
+                continue
+            if meta.get("grade_id") == "setup":
+                exec(compile(cell.source, "<setup>", "exec"), scope)                     # noqa: S102
+                exec(compile(variants.source_of(assignment, bug), "<answers>", "exec"), scope)   # noqa: S102
+            elif meta.get("grade") and not meta.get("solution"):
+                try:
+                    exec(compile(cell.source, f"<{meta['grade_id']}>", "exec"), scope)    # noqa: S102
+                    scores[meta["grade_id"]] = float(scope["checks"].score())
+                except checking.CellScoredZero:
+                    scores[meta["grade_id"]] = 0.0
+    return scores
+
+
+def graded(assignment, namespace, seed=SEED):
+    """{grade_id: [Check, ...]}: the trusted judge's verdicts on the answers in ``namespace`` (in process)."""
+    inputs = registry.make_inputs(assignment, seed, memory_length=512, memory_head_dim=16) \
+        if assignment == "ps2_relative_pe" else registry.make_inputs(assignment, seed)
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        outputs, errors = run_here(namespace, assignment, inputs)
+    return engine.judge(assignment, inputs, outputs, errors)
+
+
+@dataclass
+class Outcome:
+    """One bug (or the reference: ``bug`` None) through both sides."""
+
+    bug: object
+    points: dict                          # {grade_id: points at grading}
+    maximum: dict                         # {grade_id: points of the cell}
+    failed: dict                          # {grade_id: [id of each failed check at grading]}
+    visible_failed: dict                  # {grade_id: [what of each failed visible check]}
+    messages: list = field(default_factory=list)     # every failure message at grading
+
+    @property
+    def lost(self):
+        return [g for g in self.maximum if self.points.get(g, 0.0) < self.maximum[g] - 1e-9]
+
+    @property
+    def reassured(self):
+        """Cells where the bug loses points at grading but the student saw every check pass."""
+        return [g for g in self.lost if not self.visible_failed.get(g)]
+
+    @property
+    def named(self):
+        """True if the feedback at grading names the bug (its explanation appears in a message)."""
+        if self.bug is None:
+            return False
+        words = [self.bug.says] + ([self.bug.named_by] if self.bug.named_by else [])
+        return any(w in message for w in words for message in self.messages)
+
+
+def outcome(assignment, bug, seed=SEED, root=ROOT):
+    """The Outcome of ``bug`` (a Bug, or None for the reference)."""
+    namespace = variants.variant(assignment, bug)
+    verdicts = graded(assignment, namespace, seed)
+    ids = registry.check_ids(assignment)
+    seen = visible(assignment, namespace, root)
+    return Outcome(
+        bug=bug,
+        points={g: float(sum(c.points for c in checks)) for g, checks in verdicts.items()},
+        maximum={g: float(sum(c.max_points for c in checks)) for g, checks in verdicts.items()},
+        failed={g: [ids[g][i] for i, c in enumerate(checks) if not c.passed] for g, checks in verdicts.items()},
+        visible_failed={g: [what for what, points, message, _ in c.results if message is not None]
+                        for g, c in seen.items()},
+        messages=[c.message for checks in verdicts.values() for c in checks if not c.passed])
+
+
+def write_worked(assignment, root=ROOT):
+    """Record the worked cases of the visible checks for the reference and every bug; write the JSON."""
+    recorded = {}
+    for bug in [None, *variants.bugs(assignment)]:
+        checking._recording = {}
+        try:
+            visible(assignment, variants.variant(assignment, bug), root)
+            recorded[bug] = checking._recording
+        finally:
+            checking._recording = None
+    cases = {}
+    for key, expected in sorted(recorded[None].items()):
+        case = key.partition("/")[2]
+        groups = []
+        for bug in variants.bugs(assignment):
+            values = recorded[bug].get(key)
+            if values is None or values == expected:
+                continue
+            for group in groups:
+                if group["values"] == values:
+                    group["bugs"].append(bug.name)
+                    group["says"] += f"; or {bug.says}"
+                    break
+            else:
+                groups.append({"bugs": [bug.name], "says": bug.says, "values": values})
+        cases[case] = {"expected": expected, "variants": groups}
+    path = Path(checking.WORKED) / f"{assignment}.json"
+    path.parent.mkdir(exist_ok=True)
+    text = json.dumps(cases, indent=None, separators=(",", ":"), sort_keys=True)
+    path.write_text(_rounded(text) + "\n", encoding="utf-8")
+    checking._worked.cache_clear()
+    return path
+
+
+def _rounded(text):
+    """The JSON with every float cut to 7 significant digits (float32 holds no more; smaller files)."""
+    data = json.loads(text)
+
+    def cut(value):
+        if isinstance(value, float):
+            return float(f"{value:.7g}")
+        if isinstance(value, list):
+            return [cut(v) for v in value]
+        if isinstance(value, dict):
+            return {k: cut(v) for k, v in value.items()}
+        return value
+    return json.dumps(cut(data), separators=(",", ":"), sort_keys=True)
+
+
+def expected_table(assignment, seed=SEED):
+    """The EXPECTED table of the assignment's bugs.py as measured now (text to review, then paste)."""
+    import textwrap
+    lines = ["EXPECTED = {"]
+    for bug in variants.bugs(assignment):
+        result = outcome(assignment, bug, seed)
+        points = {g: (int(p) if float(p).is_integer() else p) for g, p in result.points.items() if g in result.lost}
+        lines.append(f"    {bug.name!r}: ({points!r},")
+        words = textwrap.wrap(" ".join(i for ids in result.failed.values() for i in ids), 100) or [""]
+        lines += [f'        "{w}{" " if n < len(words) - 1 else ""}"' + ("" if n < len(words) - 1 else "),")
+                  for n, w in enumerate(words)]
+    return "\n".join(lines + ["}"])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m attnkit_grader.catalogue", description=__doc__.split("\n\n")[0])
+    parser.add_argument("assignments", nargs="*", help="default: every assignment with a catalogue")
+    parser.add_argument("--write-worked", action="store_true", help="rewrite attnkit/worked/<assignment>.json")
+    parser.add_argument("--seed", type=int, default=SEED, help="the inputs' seed at grading")
+    parser.add_argument("--expected", action="store_true", help="print each catalogue's EXPECTED table as measured")
+    args = parser.parse_args(argv)
+    if args.expected:
+        for assignment in args.assignments or [a for a in registry.assignments() if variants.bugs(a)]:
+            print(f"# {assignment}\n{expected_table(assignment, args.seed)}")
+        return 0
+    names = args.assignments or [a for a in registry.assignments() if variants.bugs(a)]
+    totals = {"bugs": 0, "reassured": 0, "alarms": 0, "named": 0}
+    for assignment in names:
+        if args.write_worked:
+            print(f"wrote {write_worked(assignment)}")
+        reference = outcome(assignment, None, args.seed)
+        alarms = {g: fails for g, fails in reference.visible_failed.items() if fails}
+        lost = reference.lost
+        print(f"\n{assignment}: {len(variants.bugs(assignment))} bugs; reference: "
+              f"{'full marks' if not lost else 'LOSES points in ' + ', '.join(lost)}; "
+              f"false alarms: {sum(len(f) for f in alarms.values())}")
+        for grade_id, fails in alarms.items():
+            print(f"  false alarm in {grade_id}: {fails}")
+        for bug in variants.bugs(assignment):
+            result = outcome(assignment, bug, args.seed)
+            kept = ", ".join(f"{g} {checking.fmt(result.points[g])}/{checking.fmt(result.maximum[g])}"
+                             for g in result.lost) or "full marks"
+            flags = []
+            if result.reassured:
+                flags.append(f"FALSE REASSURANCE in {', '.join(result.reassured)}")
+            if result.lost and not result.named:
+                flags.append("not named")
+            print(f"  {bug.name:28s} {kept}{'  <- ' + '; '.join(flags) if flags else ''}")
+            totals["bugs"] += 1
+            totals["reassured"] += bool(result.reassured)
+            totals["named"] += result.named or not result.lost
+        totals["alarms"] += sum(len(f) for f in alarms.values())
+    print(f"\ncatalogue: {totals['bugs']} bugs; false reassurance: {totals['reassured']} bugs; false alarms: "
+          f"{totals['alarms']}; named by the feedback: {totals['named']}/{totals['bugs']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""Known bugs as variants of the reference solution, and the diagnosis that names them (trusted).
+
+Each assignment's ``bugs.py`` lists ``BUGS``: mistakes students of this material make, each a
+:class:`Bug` written as small edits of the assignment's ``reference.py``. A variant is the reference
+with one bug's edits applied, run as a module of its own in this (trusted) process: it is the kit's own
+code, never a student's.
+
+When a check of the values fails, :func:`diagnose` runs the check's probe on every variant with the
+same inputs the student's code received and compares the numbers the check read: if the student's
+match a variant's, the message names that bug in plain words ("your output equals the reference
+computed without the 1/sqrt(head_dim) scale"). Bugs that give the same numbers are named together.
+Matching a variant whose numbers are not constant is evidence of real work: the cell's checks of
+structure and properties count beside it (``attnkit.checking.has_evidence``), so one bug costs the
+checks it breaks and no more. Constant numbers (a zero gradient) and exceptions name a bug but prove
+nothing: a submission in control of its sandbox could write them without computing anything.
+"""
+
+import functools
+import importlib
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from attnkit_sandbox.channel import clip_message
+from attnkit_sandbox.probing import run_here
+
+from . import registry
+
+__all__ = ["Bug", "alternatives", "bugs", "diagnose", "diagnose_error", "diagnosis_text", "informative", "source_of",
+           "variant"]
+
+# Two results match when they differ by at most this much, relative to their scale (at least 1): far
+# above float32 noise, far below what any catalogued bug changes on the grader's inputs.
+MATCH = 1e-4
+
+
+@dataclass(frozen=True)
+class Bug:
+    """One known mistake: ``edits`` ((old, new), ...) turn the reference into it; ``says`` explains it to a
+    student in one line; ``points`` {grade_id: points it keeps at grading} for every test cell where it
+    loses some (other cells: full marks); ``fails`` the ids of the checks it must fail; ``named_by`` words
+    of the failing structural check's message that name a bug which leaves the values right."""
+
+    name: str
+    says: str
+    edits: tuple
+    points: dict = field(default_factory=dict)
+    fails: tuple = ()
+    named_by: str = ""
+
+    def __hash__(self):
+        return hash(self.name)
+
+
+def bugs(assignment):
+    """The catalogue of ``assignment``: [Bug, ...] from ``attnkit_assignments.<assignment>.bugs``."""
+    registry.specs(assignment)                              # validates the name
+    try:
+        module = importlib.import_module(f"attnkit_assignments.{assignment}.bugs")
+    except ModuleNotFoundError:
+        return []
+    return list(module.BUGS)
+
+
+def alternatives(assignment):
+    """Correct answers written in other styles than the reference, as edits of it: [Bug, ...]."""
+    registry.specs(assignment)
+    try:
+        module = importlib.import_module(f"attnkit_assignments.{assignment}.bugs")
+    except ModuleNotFoundError:
+        return []
+    return list(getattr(module, "ALTERNATIVES", []))
+
+
+def source_of(assignment, bug=None):
+    """The text of the assignment's reference.py, with ``bug``'s edits applied (each must match once)."""
+    module = importlib.import_module(f"attnkit_assignments.{assignment}.reference")
+    text = Path(module.__file__).read_text(encoding="utf-8")
+    for old, new in (bug.edits if bug is not None else ()):
+        count = text.count(old)
+        if count != 1:
+            raise ValueError(f"bug {bug.name!r}: the text to replace occurs {count} times in {assignment}'s "
+                             f"reference.py, expected once: {old!r}")
+        text = text.replace(old, new)
+    return text
+
+
+@functools.lru_cache(maxsize=None)
+def variant(assignment, bug):
+    """A namespace (dict) with the objects of the reference carrying ``bug`` (a Bug, or None: the reference)."""
+    name = f"attnkit_variant_{assignment}_{bug.name if bug else 'reference'}"
+    module = types.ModuleType(name)
+    code = compile(source_of(assignment, bug), f"<{name}>", "exec")
+    exec(code, module.__dict__)                              # noqa: S102 - the kit's own code
+    return dict(vars(module))
+
+
+def _same(a, b):
+    """True if two probe results are the same numbers (ints exactly, floats up to MATCH)."""
+    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)) or a.shape != b.shape:
+        return False
+    if a.dtype.kind not in "biuf" or b.dtype.kind not in "biuf":
+        return False
+    if a.dtype.kind in "iub" and b.dtype.kind in "iub":
+        return bool((a == b).all())
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    if a.size == 0:
+        return True
+    both = np.isfinite(a) & np.isfinite(b)
+    if not (both == np.isfinite(a)).all() or not (np.isnan(a) == np.isnan(b)).all():
+        return False
+    scale = max(1.0, float(np.abs(b[both]).max()) if both.any() else 1.0)
+    return bool((np.abs(a[both] - b[both]) <= MATCH * scale).all())
+
+
+def informative(arrays):
+    """True unless every array is constant (all zeros, one value everywhere, or empty): numbers that any
+    submission could write without computing anything, which name a bug but prove no work."""
+    return any(isinstance(a, np.ndarray) and a.dtype.kind in "biuf" and a.size > 1
+               and np.unique(a[np.isfinite(a)] if a.dtype.kind == "f" else a).size > 1 for a in arrays)
+
+
+def diagnose(assignment, spec, entry, student, keys):
+    """The bugs whose variant gives the numbers the student's code gave, [Bug, ...] (empty: none).
+
+    ``entry`` is the probe's inputs ({"arrays", "params"}), ``student`` the probe's outputs from the
+    student's code, ``keys`` the output keys the failed check read (only those are compared).
+    """
+    keys = [key for key in keys if key in student]
+    if not keys or not spec.diagnose:
+        return []
+    found = []
+    for bug in bugs(assignment):
+        outputs, errors = run_here(variant(assignment, bug), assignment, {spec.probe: entry}, {spec.probe})
+        theirs = outputs.get(spec.probe)
+        if theirs is not None and all(_same(student[key], theirs.get(key)) for key in keys):
+            found.append(bug)
+    reference, _ = run_here(variant(assignment, None), assignment, {spec.probe: entry}, {spec.probe})
+    mine = reference.get(spec.probe, {})
+    if all(_same(student[key], mine.get(key)) for key in keys):
+        return []                       # the reference gives these numbers too: nothing to name
+    return found
+
+
+def diagnose_error(assignment, spec, entry, error):
+    """The bugs whose variant raises the very exception (type and first line of the message) the
+    student's code raised on these inputs, [Bug, ...]; none for "not implemented"."""
+    if not isinstance(error, str) or not spec.diagnose or error.startswith(("NotImplementedError", "not run")):
+        return []
+    wanted = clip_message(error)
+    found = []
+    for bug in bugs(assignment):
+        _, errors = run_here(variant(assignment, bug), assignment, {spec.probe: entry}, {spec.probe})
+        if spec.probe in errors and clip_message(errors[spec.probe]) == wanted:
+            found.append(bug)
+    return found
+
+
+def diagnosis_text(found, raised=False):
+    """The sentence added to a failed check's message for the bugs found (``raised``: by the exception)."""
+    if not found:
+        return ""
+    start = "Your code fails exactly as" if raised else "Your numbers are exactly those of"
+    if len(found) == 1:
+        return f"{start} a known mistake: {found[0].says}."
+    listed = "; or ".join(bug.says for bug in found)
+    return f"{start} each of these known mistakes (they agree here): {listed}."

@@ -1,0 +1,139 @@
+"""The known-bug catalogue holds the tests to the truth (issue 13).
+
+For every catalogued bug of every assignment (``attnkit_assignments.<name>.bugs``), run in this process:
+- at grading (the probes and the trusted judge, on fresh inputs) it keeps exactly the points of its row
+  in the catalogue's EXPECTED table and fails the checks listed there;
+- in every test cell where it loses points, at least one VISIBLE check failed (no false reassurance);
+- the feedback names it (its explanation, or the words of the structural check that catches it);
+while the reference, the notebook's own solution and the alternative correct styles earn full marks,
+pass every visible check (no false alarm) and get no diagnosis. ``python -m attnkit_grader.catalogue``
+prints the same figures.
+"""
+
+import json
+import re
+
+import pytest
+import torch
+
+import attnkit.checking as checking
+from attnkit_grader import catalogue
+from attnkit_grader.judging import registry, variants
+
+ASSIGNMENTS = [a for a in registry.assignments() if variants.bugs(a)]
+CASES = [(a, bug) for a in ASSIGNMENTS for bug in variants.bugs(a)]
+MINIMUM = {"ps1_learnable_pe": 12, "ps2_relative_pe": 25}
+SOLUTION = re.compile(r"^[ \t]*### BEGIN SOLUTION\n(.*?)^[ \t]*### END SOLUTION\n?", re.S | re.M)
+
+
+def test_each_assignment_has_a_catalogue_of_the_size_the_course_needs():
+    assert ASSIGNMENTS == sorted(MINIMUM)
+    for assignment, minimum in MINIMUM.items():
+        bugs = variants.bugs(assignment)
+        assert len(bugs) >= minimum, assignment
+        assert len({bug.name for bug in bugs}) == len(bugs), "bug names must be unique"
+        ids = {spec.id for spec in registry.specs(assignment)}
+        for bug in bugs:
+            assert bug.says and bug.says[0].islower() and not bug.says.endswith("."), bug.name
+            assert set(bug.points) <= set(registry.max_points(assignment)), bug.name
+            assert bug.fails and set(bug.fails) <= ids, (bug.name, set(bug.fails) - ids)
+            variants.variant(assignment, bug)                 # every variant compiles and imports
+
+
+def test_an_edit_that_does_not_match_exactly_once_is_refused():
+    broken = variants.Bug("broken", "never applies", (("text that is not in the reference", ""),))
+    with pytest.raises(ValueError, match="broken.*occurs 0 times"):
+        variants.source_of("ps1_learnable_pe", broken)
+
+
+@pytest.mark.parametrize("assignment,bug", CASES, ids=[f"{a}:{b.name}" for a, b in CASES])
+def test_a_known_bug_costs_the_checks_it_breaks_is_seen_by_the_student_and_named(assignment, bug):
+    result = catalogue.outcome(assignment, bug)
+    expected = {g: float(result.maximum[g]) for g in result.maximum} | {g: float(p) for g, p in bug.points.items()}
+    assert result.points == pytest.approx(expected), "the points at grading left the catalogue's row"
+    failed = {check for ids in result.failed.values() for check in ids}
+    assert failed == set(bug.fails), "the failed checks left the catalogue's row"
+    assert not result.reassured, f"every visible check passed in {result.reassured}, yet points are lost there"
+    assert result.named, f"no feedback message names the bug: {result.messages}"
+    assert catalogue.plain(assignment, bug) == result.points, "plain nbgrader and the sandboxed grader disagree"
+
+
+def _notebook_solution(assignment):
+    """The source notebook's solution (setup and answer cells), as a namespace of its own."""
+    notebook = json.loads((catalogue.ROOT / "source" / assignment / f"{assignment}.ipynb").read_text())
+    namespace = {"__name__": f"notebook_solution_{assignment}"}
+    for cell in notebook["cells"]:
+        meta = cell["metadata"].get("nbgrader", {})
+        if cell["cell_type"] == "code" and (meta.get("grade_id") == "setup" or meta.get("solution")) \
+                and not meta.get("grade_id", "").startswith("experiment"):
+            source = SOLUTION.sub(lambda m: m.group(1), "".join(cell["source"]))
+            exec(compile(source, meta["grade_id"], "exec"), namespace)      # noqa: S102 - the kit's notebook
+    return namespace
+
+
+def _correct(assignment):
+    yield "reference", variants.variant(assignment, None)
+    yield "notebook solution", _notebook_solution(assignment)
+    for alternative in variants.alternatives(assignment):
+        yield alternative.name, variants.variant(assignment, alternative)
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_correct_answers_in_every_style_earn_full_marks_with_no_alarm_and_no_diagnosis(assignment):
+    assert len(variants.alternatives(assignment)) >= 2
+    for name, namespace in _correct(assignment):
+        verdicts = catalogue.graded(assignment, namespace)
+        lost = {g: [c.message for c in checks if not c.passed] for g, checks in verdicts.items()
+                if any(not c.passed for c in checks)}
+        assert not lost, (name, lost)
+        alarms = {g: [what for what, _, message, _ in c.results if message is not None]
+                  for g, c in catalogue.visible(assignment, namespace).items()}
+        assert not any(alarms.values()), (name, alarms)
+    assert catalogue.plain(assignment, None) == registry.max_points(assignment)
+
+
+def test_diagnosis_names_bugs_that_agree_together_and_never_the_reference():
+    """On the notebook's worked case, two index bugs give the same attention: both are named."""
+    reversed_rows = next(b for b in variants.bugs("ps2_relative_pe") if b.name == "relative_rows_reversed")
+    result = catalogue.outcome("ps2_relative_pe", reversed_rows)
+    together = [m for m in result.messages if "each of these known mistakes" in m]
+    assert together and all(reversed_rows.says in m for m in together)
+    assert any("i - j (query minus key)" in m for m in together)
+    reference = catalogue.outcome("ps2_relative_pe", None)
+    assert not reference.messages
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_the_worked_cases_shipped_to_students_are_up_to_date(assignment, tmp_path, monkeypatch):
+    """attnkit/worked/<assignment>.json holds what the reference and the catalogue give now (numbers only)."""
+    shipped = json.loads((checking.WORKED and open(f"{checking.WORKED}/{assignment}.json").read()))
+    monkeypatch.setattr(checking, "WORKED", str(tmp_path))
+    fresh = json.loads(catalogue.write_worked(assignment).read_text())
+    assert set(fresh) == set(shipped)
+    for case, entry in fresh.items():
+        torch.testing.assert_close(torch.tensor(shipped[case]["expected"]), torch.tensor(entry["expected"]),
+                                   rtol=0, atol=1e-5)
+        assert [v["bugs"] for v in shipped[case]["variants"]] == [v["bugs"] for v in entry["variants"]], case
+    text = json.dumps(shipped)
+    assert "def " not in text and "import" not in text and "return" not in text
+
+
+def test_a_visible_check_names_a_known_mistake_and_counts_it_as_real_work():
+    """expect_worked: numbers of a known mistake fail the check, name it, and are evidence for the cell."""
+    entry = checking._worked("ps2_relative_pe")["worked_output"]
+    variant = entry["variants"][0]
+    checks = checking.Checks(points=2)
+    with checks("values", 1):
+        checking.expect_worked(torch.tensor(variant["values"]), "ps2_relative_pe/worked_output", "the output")
+    with checks("shape", 1, kind="structure"):
+        pass
+    assert "known mistake" in checks.results[0][2] and variant["says"].split(";")[0] in checks.results[0][2]
+    assert checks.score() == 1.0            # the structure check counts beside a named mistake
+    wrong = checking.Checks(points=2)
+    with wrong("values", 1):
+        checking.expect_worked(torch.tensor(variant["values"]) + 1.0, "ps2_relative_pe/worked_output", "the output")
+    with wrong("shape", 1, kind="structure"):
+        pass
+    assert "known mistake" not in wrong.results[0][2]
+    with pytest.raises(checking.CellScoredZero):
+        wrong.score()                        # unexplained wrong numbers: the shape alone earns nothing
