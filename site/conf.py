@@ -65,6 +65,7 @@ nb_merge_streams = True
 myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
+smartquotes = False        # the text as its authors typed it (French quotes would hit the English assignments)
 suppress_warnings = ["mystnb.unknown_mime_type"]
 
 # MathJax 3 from the npm package, copied into _static/mathjax/ by site/build.py: no CDN at read time.

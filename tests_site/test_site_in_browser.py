@@ -98,8 +98,8 @@ def title_of(notebook):
 
 
 def heading(page):
-    """The page's title as the reader sees it (Sphinx typesets apostrophes: ' becomes ’)."""
-    return page.inner_text("article h1").strip().rstrip("#").strip().replace("\u2019", "'")
+    """The page's title as the reader sees it."""
+    return page.inner_text("article h1").strip().rstrip("#").strip()
 
 
 def language_switch(page):
@@ -177,8 +177,11 @@ def test_an_assignment_page_says_it_is_in_english_in_the_other_languages(page, s
     for language in LANGUAGES:
         page.goto(f"{server}/{language}/assignments/ps2_relative_pe.html")
         wait_for_mathjax(page)
+        page.screenshot(path=str(ARTIFACTS / f"{language}-ps2_relative_pe.png"))
         notes = page.locator(".site-english-only").count()
         assert notes == (0 if language == "en" else 1), (language, notes)
         assert page.locator("article mjx-container").count() > 0
+        text = page.inner_text("article")
+        assert '"' in text and "«" not in text, "the English text typeset with French quotes"
         launch = page.eval_on_selector_all(".site-launch a", "links => links.map(a => a.href)")
         assert launch[0] == f"{HUB_URL}/hub/user-redirect/lab/tree/ps2_relative_pe/ps2_relative_pe.ipynb"
