@@ -81,3 +81,32 @@ benchmark-autograde: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
+
+# The course on this machine (as root): JupyterHub with local users, nbgrader's exchange, the course's
+# environment under /opt/attnkit-course built from the student edition (hub/course.py says what is where).
+# `make hub-stop` stops the hub and every user's server; files and submissions stay.
+.PHONY: hub hub-setup hub-stop browser-tools test-browser
+HUB_PYTHON ?= /usr/bin/python3
+hub: hub-setup
+	$(HUB_PYTHON) hub/course.py start
+
+hub-setup: publish sandbox-tools
+	$(HUB_PYTHON) hub/course.py setup --edition $(EDITION)
+
+hub-stop:
+	$(HUB_PYTHON) hub/course.py stop
+
+# The browser test's tools: Debian's chromium (as root, like bubblewrap; never a downloaded browser) and
+# Playwright from PyPI in the kit's venv.
+browser-tools: $(STAMP)
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium; }; \
+	  else echo "error: chromium not found (apt-get install chromium)"; exit 1; fi; }
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt "playwright>=1.40"
+
+# The course's whole path in Chromium (tests_browser/, as root): students fetch, type, validate and submit
+# through JupyterLab on the hub; the instructor collects, grades and releases feedback; students read it;
+# every lecture runs. Screenshots and the hub's log: build/browser-artifacts/.
+test-browser: browser-tools hub-setup
+	$(PY) -m pytest -p no:cacheprovider -p no:randomly -o addopts="-ra" tests_browser -v

@@ -5,6 +5,7 @@
   demo [--reports DIR] [GRADER OPTIONS]   grade the bundled example class in the kit's repository
   publish OUT [--force]               the student edition: lectures, released assignments, student package
   collect ASSIGNMENT [--exchange DIR] nbgrader's exchange -> submitted/, refusing forged owners and times
+  release-feedback ASSIGNMENT [--exchange DIR]   generate the feedback pages and release them to students
 
 Grader options: --grader sandbox (default: each submission in a bubblewrap sandbox, verdicts from the
 trusted judges, a pool of --workers N, resumable) or --grader nbgrader (plain nbgrader autograde);
@@ -21,7 +22,7 @@ import sys
 from pathlib import Path
 
 from .course import Course
-from .exchange import TOLERANCE, collect
+from .exchange import TOLERANCE, collect, release_feedback
 from .pipeline import GRADERS, demo, grade, kit_root
 from .publish import student_edition
 from .releases import NbgraderError, drift, release
@@ -63,6 +64,12 @@ def parser():
                        help="nbgrader's exchange folder (default: Exchange.root of the course's nbgrader_config.py)")
     inbox.add_argument("--tolerance", type=seconds, default=TOLERANCE, metavar="SECONDS",
                        help=f"how far a hand-in's stated time may be from the file system's (default {TOLERANCE:g})")
+
+    back = commands.add_parser("release-feedback", help="nbgrader generate_feedback + release_feedback, for "
+                                                        "submissions graded by attnkit grade")
+    back.add_argument("assignment", metavar="ASSIGNMENT")
+    back.add_argument("--exchange", type=Path, metavar="DIR",
+                      help="nbgrader's exchange folder (default: Exchange.root of the course's nbgrader_config.py)")
     return top
 
 
@@ -139,12 +146,26 @@ def run_publish(args):
 
 def run_collect(args):
     course = Course(args.root or Path.cwd())
+    result = collect(course, args.assignment, exchange_of(course, args), tolerance=args.tolerance)
+    print(result.text())
+    return 1 if result.refused else 0
+
+
+def run_release_feedback(args):
+    course = Course(args.root or Path.cwd())
+    released, skipped = release_feedback(course, args.assignment, exchange_of(course, args))
+    print(f"{args.assignment}: feedback released to {', '.join(released) or 'nobody'}")
+    for line in skipped:
+        print(f"  no feedback for {line}")
+    return 0
+
+
+def exchange_of(course, args):
+    """--exchange, else the course's c.Exchange.root."""
     exchange = args.exchange or course.config.get("Exchange", {}).get("root")
     if not exchange:
         raise ValueError("exchange: not given, and the course's nbgrader_config.py sets no c.Exchange.root")
-    result = collect(course, args.assignment, exchange, tolerance=args.tolerance)
-    print(result.text())
-    return 1 if result.refused else 0
+    return Path(exchange)
 
 
 def options(args):
@@ -172,4 +193,4 @@ def configure_logging(level):
 
 
 COMMANDS = {"release": run_release, "grade": run_grade, "demo": run_demo, "publish": run_publish,
-            "collect": run_collect}
+            "collect": run_collect, "release-feedback": run_release_feedback}

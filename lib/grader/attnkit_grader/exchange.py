@@ -1,6 +1,7 @@
-"""Collect hand-ins from nbgrader's file-system exchange without trusting what students wrote.
+"""nbgrader's file-system exchange, from the instructor's side, trusting nothing students wrote.
 
     attnkit collect ASSIGNMENT [--exchange DIR] [--tolerance SECONDS]
+    attnkit release-feedback ASSIGNMENT [--exchange DIR]
 
 ``nbgrader collect`` believes the hand-in's name (``STUDENT+ASSIGNMENT+TIMESTAMP+RANDOM``) and the
 ``timestamp.txt`` inside it, both written by the student: it only warns when the folder's owner is not the
@@ -19,6 +20,11 @@ refuses instead of warning:
 Of each student's accepted hand-ins the latest is copied into ``submitted/STUDENT/ASSIGNMENT/`` (replacing
 an older one there), with ``timestamp.txt`` rewritten from the file system's time: that is the time
 the grader's late penalty reads. Refused hand-ins stay in the exchange, listed with their reasons.
+
+``release-feedback`` is ``nbgrader generate_feedback`` then ``nbgrader release_feedback``, with the two
+files nbgrader's release step reads from each feedback folder (``timestamp.txt`` and
+``submission_secret.txt``, which names the page in the exchange) put there from submitted/: the sandboxed
+grader's autograded copies hold only the notebook, so plain nbgrader would stop at the first student.
 """
 
 import datetime
@@ -35,11 +41,13 @@ from nbgrader.utils import parse_utc
 
 from .course import use_venv_tools
 from .files import remove
+from .releases import NbgraderError
 
 log = logging.getLogger(__name__)
 
 TIMESTAMP = "timestamp.txt"
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"     # nbgrader's own (Exchange.timestamp_format), in UTC
+SECRET = "submission_secret.txt"
 TOLERANCE = 60.0                                  # seconds between nbgrader submit's clock and its last write
 
 
@@ -114,6 +122,34 @@ def collect(course, assignment, exchange_root, tolerance=TOLERANCE, owner_name=N
     return result
 
 
+def release_feedback(course, assignment, exchange_root):
+    """Feedback pages of ``assignment`` generated and released to ``exchange_root``; returns
+    ({student: page}, [students without a page, with why]). Raises NbgraderError when nbgrader fails."""
+    course.check_assignments([assignment])
+    if not (Path(exchange_root) / course.course_id).is_dir():
+        raise FileNotFoundError(f"exchange: no course folder {Path(exchange_root) / course.course_id}")
+    api = course.api(**{"Exchange.root": str(exchange_root)})
+    nbgrader_step(api.generate_feedback(assignment), "generate_feedback")
+    released, skipped = {}, []
+    for page in sorted(course.step_dir("feedback").glob(f"*/{assignment}/*.html")):
+        student = page.parent.parent.name
+        submitted = course.assignment_dir("submitted", assignment, student)
+        if not (submitted / SECRET).is_file() or recorded_time(submitted) is None:
+            skipped.append(f"{student}: no {SECRET} or {TIMESTAMP} in {submitted} (not handed in through the exchange)")
+            page.unlink()
+            continue
+        for name in (TIMESTAMP, SECRET):
+            shutil.copyfile(submitted / name, page.parent / name)
+        released[student] = page
+    nbgrader_step(api.release_feedback(assignment), "release_feedback")
+    return released, skipped
+
+
+def nbgrader_step(result, name):
+    if not result.get("success"):
+        raise NbgraderError(f"nbgrader {name} failed: {result.get('error') or result.get('log')}")
+
+
 def inspect(path, assignment, owner_name, tolerance):
     """A :class:`Handin` for the folder ``path``, with every reason to refuse it in ``problems``."""
     handin = Handin(Path(path))
@@ -167,6 +203,10 @@ def copy_handin(handin, target):
     remove(staging)
     staging.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(handin.path, staging, symlinks=True, copy_function=shutil.copyfile)
+    for folder, _, files in os.walk(staging):     # the course's, not the exchange's world-writable modes
+        os.chmod(folder, 0o755)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o644)
     (staging / TIMESTAMP).write_text(stamp(handin.recorded), encoding="utf-8")
     remove(target)
     staging.rename(target)
