@@ -110,3 +110,27 @@ browser-tools: $(STAMP)
 # every lecture runs. Screenshots and the hub's log: build/browser-artifacts/.
 test-browser: browser-tools hub-setup
 	$(PY) -m pytest -p no:cacheprovider -p no:randomly -o addopts="-ra" tests_browser -v
+
+# The course's website (site/, Sphinx + myst-nb + pydata-sphinx-theme, the `site` extra): the committed
+# executed notebooks in English, French and Chinese, never re-executed, in build/site/ (one tree per language).
+# MathJax 3 comes from the npm registry into build/site-npm/ and is served from the site itself. The build
+# fails on any Sphinx warning and on a broken internal link or image (site/linkcheck.py).
+.PHONY: site test-site
+SITE_STAMP := $(VENV)/.site-installed
+SITE_NPM   := build/site-npm
+MATHJAX    := $(SITE_NPM)/node_modules/mathjax
+$(SITE_STAMP): $(STAMP) pyproject.toml constraints.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[site]"
+	touch $@
+
+$(MATHJAX)/es5/tex-mml-chtml.js:
+	mkdir -p $(SITE_NPM)
+	npm install --prefix $(SITE_NPM) --no-audit --no-fund --silent mathjax@3.2.2
+
+site: $(SITE_STAMP) $(MATHJAX)/es5/tex-mml-chtml.js
+	$(PY) site/build.py --mathjax $(MATHJAX)
+
+# The site in Chromium (tests_site/): each language's home page and a lecture, its figures, formulas,
+# language switch and launch links, with every request off 127.0.0.1 refused. Screenshots: build/site-artifacts/.
+test-site: site browser-tools
+	$(PY) -m pytest -p no:cacheprovider -p no:randomly -o addopts="-ra" tests_site -v
