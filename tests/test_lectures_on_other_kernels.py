@@ -52,11 +52,13 @@ CLEARED = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR", "ONEDNN
 
 
 def nbval(variables, folder=ROOT / "course"):
-    """Run nbval over ``folder`` in a fresh process with ``variables`` set; (exit status, report)."""
+    """Run nbval over the notebooks directly in ``folder`` (the English lectures: the translations are the
+    same programs, which tests/test_translations.py holds them to) in a fresh process with ``variables``
+    set; (exit status, report)."""
     env = {k: v for k, v in os.environ.items() if k not in CLEARED}
     env.update(variables)
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-               "--nbval", "--nbval-current-env", str(folder)]
+               "--nbval", "--nbval-current-env", *sorted(str(p) for p in folder.glob("*.ipynb"))]
     done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=900)
     return done.returncode, done.stdout + done.stderr
 
