@@ -137,3 +137,42 @@ def test_a_visible_check_names_a_known_mistake_and_counts_it_as_real_work():
     assert "known mistake" not in wrong.results[0][2]
     with pytest.raises(checking.CellScoredZero):
         wrong.score()                        # unexplained wrong numbers: the shape alone earns nothing
+
+
+# ---------------------------------------------------------------------------------------------------
+# Mutation testing (python -m attnkit_grader.mutation runs every mutant; here a sample, so it cannot rot)
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_a_sample_of_mutants_is_killed_or_proven_equivalent(assignment):
+    from attnkit_grader import mutation
+    every = mutation.mutants(assignment)
+    assert len(every) > 30 and len({m.code for m in every}) == len(every)
+    known = mutation.survivors_table(assignment)
+    sample = every[::max(1, len(every) // 12)]
+    results = [mutation.run(assignment, mutant) for mutant in sample]
+    unexplained = [r.mutant.change for r in results
+                   if r.status == "survived" and (r.mutant.line, r.mutant.change) not in known]
+    assert not unexplained, unexplained
+    assert any(r.status == "killed" for r in results)
+
+
+def test_the_proof_of_equivalence_tells_a_changed_behaviour_from_a_changed_message():
+    from attnkit_grader import mutation
+    reference = variants.variant("ps1_learnable_pe", None)
+    assert mutation.equivalent("ps1_learnable_pe", reference)
+    for bug in variants.bugs("ps1_learnable_pe"):
+        assert not mutation.equivalent("ps1_learnable_pe", variants.variant("ps1_learnable_pe", bug)), bug.name
+    reworded = variants.Bug("reworded", "a different error message only",
+                            (("exceeds max_len=", "is longer than max_len="),))
+    assert mutation.equivalent("ps1_learnable_pe", variants.variant("ps1_learnable_pe", reworded))
+
+
+def test_validate_tells_the_truth_on_a_sample_of_the_catalogue(tmp_path):
+    """nbgrader validate (the Validate button) on notebooks with known bugs: a cell that earns nothing shows
+    its failing checks and never "partial credit" (python -m attnkit_grader.catalogue --validate: all)."""
+    sample = {"ps1_learnable_pe": ["table_buffer", "input_scaled"],
+              "ps2_relative_pe": ["index_int32", "tables_num_hiddens_wide", "skew_pad_right"]}
+    for assignment, names in sample.items():
+        bugs = [None] + [bug for bug in variants.bugs(assignment) if bug.name in names]
+        problems = catalogue.validate(assignment, bugs, tmp_path)
+        assert problems == {name: [] for name in ["reference", *names]}, problems

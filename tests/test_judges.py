@@ -30,7 +30,7 @@ from attnkit_sandbox import probing as probes_module
 from attnkit_sandbox.probing import probes_of
 
 ASSIGNMENTS = registry.assignments()
-TRUSTED = ("reference", "checks", "checks_causal", "inputs", "hidden", "bugs")
+TRUSTED = ("reference", "checks", "checks_causal", "inputs", "hidden", "bugs", "mutation")
 
 REPO = Path(__file__).resolve().parents[1]
 CLASS = REPO / "tests" / "fixtures" / "example_class"

@@ -13,7 +13,7 @@ PACKAGES = {"attnkit": ROOT / "lib" / "attnkit", "attnkit_grader": ROOT / "lib" 
             "attnkit_sandbox": ROOT / "lib" / "grader" / "attnkit_sandbox",
             "attnkit_assignments": ROOT / "lib" / "grader" / "attnkit_assignments"}
 MAX_LINES = 520                      # "no module over ~500 lines"
-TRUSTED_PARTS = ("reference", "checks", "checks_causal", "inputs", "hidden", "bugs")
+TRUSTED_PARTS = ("reference", "checks", "checks_causal", "inputs", "hidden", "bugs", "mutation")
 
 
 def modules():

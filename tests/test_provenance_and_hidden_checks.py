@@ -97,7 +97,7 @@ def test_hidden_checks_flag_a_copy_of_the_reference_and_zero_one_loaded_from_it(
     """)
     checks = Checks(points=2)
     hidden.skew(checks, loaded["skew"])
-    with pytest.raises(CellScoredZero, match="loaded from the\s+reference solutions"):
+    with pytest.raises(CellScoredZero, match=r"loaded from the\s+reference solutions"):
         checks.score()
     assert "NOT GRADED" in capsys.readouterr().out
 

@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +80,71 @@ def visible(assignment, namespace, root=ROOT):
                 pass
             results[grade_id] = scope["checks"]
     return results
+
+
+def answered_notebook(assignment, bug, root=ROOT):
+    """The released notebook answered with ``bug``'s variant (None: the reference), as a student would hand
+    it in: the variant's code in the first answer cell, the other code answer cells left empty."""
+    notebook = nbformat.read(Path(root) / "release" / assignment / f"{assignment}.ipynb", as_version=4)
+    first = True
+    for cell in notebook.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("solution"):
+            cell.source = variants.source_of(assignment, bug) if first else "# (answered in the first answer cell)"
+            first = False
+    return notebook
+
+
+def validate(assignment, bugs, folder, root=ROOT):
+    """Run ``nbgrader validate`` once over the notebooks answered with ``bugs`` (Bug or None each), in
+    ``folder``; return {bug name: [problem, ...]}, empty lists when Validate told the truth: for every test
+    cell that earns 0 in the student's notebook, its block shows CellScoredZero and what failed and never
+    "Partial credit"; a cell that earns some of its points may say "Partial credit"; a cell with all its
+    points is not listed."""
+    import subprocess
+    folder = Path(folder)
+    names, paths = [], []
+    for bug in bugs:
+        name = bug.name if bug is not None else "reference"
+        path = folder / f"{assignment}-{name}.ipynb"
+        nbformat.write(answered_notebook(assignment, bug, root), path)
+        names.append(name)
+        paths.append(path)
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+               PYTHONUNBUFFERED="1")                   # the log and the results, in the order they happen
+    done = subprocess.run([sys.executable, "-m", "nbgrader", "validate", *map(str, paths)], cwd=folder, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1800)
+    log = done.stdout
+    parts = log.split("Validating '")[1:]
+    problems = {}
+    for bug, name, part in zip(bugs, names, parts):
+        blocks = part.split("The following cell failed:")[1:]
+        found = []
+        for grade_id, checks in visible(assignment, variants.variant(assignment, bug), root).items():
+            docstring = _release_docstring(assignment, grade_id, root)
+            block = next((b for b in blocks if docstring[:60] in b), None)
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    earned = checks.score()
+            except checking.CellScoredZero:
+                earned = 0.0
+            if earned >= checks.points - 1e-9:
+                if block is not None:
+                    found.append(f"{grade_id}: full marks, yet listed as failed")
+            elif block is None:
+                found.append(f"{grade_id}: earned {earned} of {checks.points}, yet not listed")
+            elif earned == 0 and ("Partial credit" in block or "CellScoredZero: this cell earned 0" not in block):
+                found.append(f"{grade_id}: earned 0, yet Validate says partial credit or shows no reason")
+        problems[name] = found
+    if len(parts) != len(bugs):
+        raise RuntimeError(f"nbgrader validate reported on {len(parts)} of {len(bugs)} notebooks:\n{log[-2000:]}")
+    return problems
+
+
+def _release_docstring(assignment, grade_id, root=ROOT):
+    notebook = nbformat.read(Path(root) / "release" / assignment / f"{assignment}.ipynb", as_version=4)
+    cell = next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+    return cell.source.splitlines()[0]
 
 
 def plain(assignment, bug, root=ROOT):
@@ -228,6 +294,8 @@ def main(argv=None):
     parser.add_argument("--write-worked", action="store_true", help="rewrite attnkit/worked/<assignment>.json")
     parser.add_argument("--seed", type=int, default=SEED, help="the inputs' seed at grading")
     parser.add_argument("--expected", action="store_true", help="print each catalogue's EXPECTED table as measured")
+    parser.add_argument("--validate", action="store_true",
+                        help="also run nbgrader validate over every bug's notebook (minutes) and report lies")
     args = parser.parse_args(argv)
     if args.expected:
         for assignment in args.assignments or [a for a in registry.assignments() if variants.bugs(a)]:
@@ -260,6 +328,16 @@ def main(argv=None):
             totals["reassured"] += bool(result.reassured)
             totals["named"] += result.named or not result.lost
         totals["alarms"] += sum(len(f) for f in alarms.values())
+    if args.validate:
+        import tempfile
+        lies = 0
+        for assignment in names:
+            with tempfile.TemporaryDirectory() as folder:
+                for name, found in validate(assignment, [None, *variants.bugs(assignment)], folder).items():
+                    lies += len(found)
+                    for problem in found:
+                        print(f"  Validate, {assignment} {name}: {problem}")
+        print(f"\nnbgrader validate: {lies} cells misreported")
     print(f"\ncatalogue: {totals['bugs']} bugs; false reassurance: {totals['reassured']} bugs; false alarms: "
           f"{totals['alarms']}; named by the feedback: {totals['named']}/{totals['bugs']}")
     return 0

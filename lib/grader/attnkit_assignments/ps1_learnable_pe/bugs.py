@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from attnkit_grader.judging.variants import Bug
 
-_TABLE = "self.P = nn.Parameter(0.02 * torch.randn(max_len, num_hiddens))"
+_TABLE = "self.P = nn.Parameter(torch.randn(max_len, num_hiddens))"
 _ADD = "return self.dropout(X + self.P[:num_steps].unsqueeze(0))"
 _DROPOUT = "self.dropout = nn.Dropout(dropout)"
 _CHECK_LENGTH = '''        if num_steps > self.max_len:
@@ -20,13 +20,13 @@ BUGS = [
     Bug("table_buffer",
         "the table is registered as a buffer, not an nn.Parameter: it has no gradient and training never "
         "changes it",
-        ((_TABLE, 'self.register_buffer("P", 0.02 * torch.randn(max_len, num_hiddens))'),)),
+        ((_TABLE, 'self.register_buffer("P", torch.randn(max_len, num_hiddens))'),)),
     Bug("table_plain_tensor",
         "the table is a plain tensor attribute, not an nn.Parameter: the optimizer never sees it",
-        ((_TABLE, "self.P = 0.02 * torch.randn(max_len, num_hiddens)"),)),
+        ((_TABLE, "self.P = torch.randn(max_len, num_hiddens)"),)),
     Bug("table_frozen",
         "the table is an nn.Parameter with requires_grad=False, so it never trains",
-        ((_TABLE, "self.P = nn.Parameter(0.02 * torch.randn(max_len, num_hiddens), requires_grad=False)"),)),
+        ((_TABLE, "self.P = nn.Parameter(torch.randn(max_len, num_hiddens), requires_grad=False)"),)),
     Bug("table_detached",
         "forward adds a detached copy of the table (.detach() or .data), so no gradient reaches it",
         ((_ADD, "return self.dropout(X + self.P[:num_steps].detach().unsqueeze(0))"),)),

@@ -170,6 +170,14 @@ def _check_masked_zero(case, got):
     # Evidence that the mask is applied to a softmax, not to nothing: the valid keys' weights sum to 1.
     close(weights.sum(axis=-1), np.ones(weights_shape[:-1]), 1e-5,
            f"with valid_lens = {shown}, the row sums of attention_weights (the valid keys share all the weight)")
+    # The property must hold for the output itself, not only for the weights reported in .attention_weights:
+    # other contents in the keys and values every query masks must leave the output exactly as it was.
+    output = got.floats("output", weights_shape[:1] + (weights_shape[2], case["params"]["num_hiddens"]),
+                        "the output")
+    other = got.floats("output_other_masked", output.shape, "the output with other contents in the masked keys")
+    close(other, output, scaled(output, 1e-6),
+           f"with valid_lens = {shown}, the output after changing the keys and values beyond the valid lengths "
+           f"(it must not change: the output has to ignore masked keys, whatever attention_weights says)")
 
 
 def _check_attention_parity(case, got):
@@ -253,10 +261,29 @@ def _log_differences(weights, shift):
         return logs - logs[..., :1]
 
 
+def _change_from_weights(params, arrays, weights, change, j):
+    """How the output should move when value vector j changes by ``change`` (num_hiddens,), keys and
+    queries unchanged: W_o applied to each head's weight on key j times W_v's change (no bias). It depends
+    on the weights alone, not on how the relative terms were computed."""
+    heads = params["num_heads"]
+    hidden = change.shape[0]
+    moved = (arrays["W_v.weight"] @ change).reshape(heads, hidden // heads)           # (heads, head_dim)
+    per_head = weights[0, :, :, j][:, :, None] * moved[:, None, :]                      # (heads, n, head_dim)
+    return (per_head.transpose(1, 0, 2).reshape(1, weights.shape[2], hidden)) @ arrays["W_o.weight"].T
+
+
 def _check_shift(case, got):
     p, a = case["params"], case["arrays"]
     n, shift, heads = a["X"].shape[1], a["prefix"].shape[1], p["num_heads"]
     weights_X = got.floats("weights_X", (1, heads, n, n), "attention_weights for X")
+    output_X = got.floats("output_X", (1, n, p["num_hiddens"]), "the output for X")
+    output_other = got.floats("output_other", output_X.shape, "the output for X with one value vector changed")
+    j = p["changed"]
+    change = as32(a["other_value"]) - as32(a["X"])[0, j]
+    expected = _change_from_weights(p, a, weights_X, change, j)
+    close(output_other - output_X, expected, scaled(expected, 1e-4),
+           f"how the output moves when value {j} changes, against what the attention_weights you keep say (the "
+           f"property is checked on those weights, so they must be the ones your output used)")
     weights_Y = got.floats("weights_Y", (1, heads, shift + n, shift + n),
                            f"attention_weights for X after {shift} other tokens")
     expect(bool((weights_X > 0).all()) and bool((weights_Y > 0).all()),

@@ -58,10 +58,16 @@ def make_inputs(rng, memory_length=MEMORY_LENGTH, memory_head_dim=MEMORY_HEAD_DI
     s = {"num_hiddens": 16, "num_heads": 4, "max_distance": 3}
     X = normal(2, 5, 16)
     inputs["attn_self_shape"] = {"arrays": {"queries": X, "keys": X, "values": X}, "params": s}
-    for name in ("attn_cross_shape", "attn_weights_shape", "attn_mask_batch"):
+    for name in ("attn_cross_shape", "attn_weights_shape"):
         queries, keys = normal(2, 5, 16), normal(2, 7, 16)
         inputs[name] = {"arrays": {"queries": queries, "keys": keys, "values": keys}, "params": s}
-    inputs["attn_mask_batch"]["arrays"]["valid_lens"] = np.array([integer(1, 6), integer(1, 6)], dtype=np.int64)
+    # The masks: given weights, and other contents for the masked keys and values (the output must not move).
+    keys = normal(2, 7, 16)
+    inputs["attn_mask_batch"] = {
+        "arrays": {**_weights(rng, 16, 4, 3), "queries": normal(2, 5, 16), "keys": keys, "values": keys,
+                   "valid_lens": np.array([integer(1, 6), integer(1, 6)], dtype=np.int64),
+                   "other_keys": normal(2, 7, 16), "other_values": normal(2, 7, 16)},
+        "params": s}
 
     s = {"num_hiddens": 32, "num_heads": 4, "max_distance": 3, "bias": False}
     X = normal(2, 9, 32)
@@ -82,13 +88,14 @@ def make_inputs(rng, memory_length=MEMORY_LENGTH, memory_head_dim=MEMORY_HEAD_DI
         "params": s}
     s = {"num_hiddens": 16, "num_heads": 2, "max_distance": 3, "bias": False}
     inputs["attn_shift"] = {"arrays": {**_weights(rng, 16, 2, 3), "X": normal(1, 6, 16),
-                                       "prefix": normal(1, integer(4, 6), 16)},
-                            "params": s}
+                                       "prefix": normal(1, integer(4, 6), 16), "other_value": normal(16)},
+                            "params": {**s, "changed": integer(0, 5)}}
     s = {"num_hiddens": 16, "num_heads": 4, "max_distance": 2, "bias": False}
     keys = normal(2, 8, 16)
     inputs["attn_mask_rows"] = {
         "arrays": {**_weights(rng, 16, 4, 2), "queries": normal(2, 3, 16), "keys": keys, "values": keys,
-                   "valid_lens": rng.integers(1, 8, size=(2, 3)).astype(np.int64)},
+                   "valid_lens": rng.integers(1, 8, size=(2, 3)).astype(np.int64),
+                   "other_keys": normal(2, 8, 16), "other_values": normal(2, 8, 16)},
         "params": s}
 
     # The exercise's own 2-head case size (the notebook's worked case), with random weights and valid_lens.
@@ -144,7 +151,8 @@ def make_inputs(rng, memory_length=MEMORY_LENGTH, memory_head_dim=MEMORY_HEAD_DI
                                           "values": normal(2, 4, 5), "rel_k": normal(4, 3)}, "params": {}}
     for name in ("causal_naive_parity", "causal_skewed_parity"):
         arrays = {}
-        for L, value_dim in ((1, 8), (6, 8), (17, integer(3, 13))):       # values narrower or wider than d
+        wide = integer(3, 12)
+        for L, value_dim in ((1, 8), (6, 8), (17, wide + (wide >= 8))):      # values narrower or wider than d
             arrays.update(causal(L, f"_{L}", value_dim))
         inputs[name] = {"arrays": arrays, "params": {"lengths": [1, 6, 17]}}
     L, d = memory_length, memory_head_dim

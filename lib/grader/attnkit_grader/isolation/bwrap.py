@@ -67,7 +67,8 @@ SCRATCH = "/scratch"                 # the scratch folder inside the sandbox
 MPLCONFIGDIR = "/tmp/matplotlib"      # matplotlib's cache folder inside the sandbox
 JAIL = "/sandbox"                    # run as root: where bwrap builds the tree the command is chrooted into
 PUBLIC = "/opt/attnkit"              # the staged public package inside the sandbox (on PYTHONPATH)
-TRUSTED_FILES = ("reference.py", "checks.py", "checks_causal.py", "inputs.py", "hidden.py", "bugs.py")   # an assignment's trusted part
+TRUSTED_FILES = ("reference.py", "checks.py", "checks_causal.py", "inputs.py", "hidden.py", "bugs.py",
+                 "mutation.py")   # an assignment's trusted part
 CHANNEL = "{channel}"                # in an argv, replaced by the number of the pipe to the parent
 SETUP = "apt-get install -y bubblewrap libseccomp2"
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "alternatives", "fonts")

@@ -15,6 +15,7 @@ checks it breaks and no more. Constant numbers (a zero gradient) and exceptions 
 nothing: a submission in control of its sandbox could write them without computing anything.
 """
 
+import contextlib
 import functools
 import importlib
 import types
@@ -28,12 +29,13 @@ from attnkit_sandbox.probing import run_here
 
 from . import registry
 
-__all__ = ["Bug", "alternatives", "bugs", "diagnose", "diagnose_error", "diagnosis_text", "informative", "source_of",
-           "variant"]
+__all__ = ["Bug", "alternatives", "bugs", "diagnose", "diagnose_error", "diagnosis_off", "diagnosis_text",
+           "informative", "source_of", "variant"]
 
 # Two results match when they differ by at most this much, relative to their scale (at least 1): far
 # above float32 noise, far below what any catalogued bug changes on the grader's inputs.
 MATCH = 1e-4
+_ENABLED = [True]          # diagnosis_off() clears it: mutation testing grades without a diagnosis
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,7 @@ def diagnose(assignment, spec, entry, student, keys):
     student's code, ``keys`` the output keys the failed check read (only those are compared).
     """
     keys = [key for key in keys if key in student]
-    if not keys or not spec.diagnose:
+    if not keys or not spec.diagnose or not _ENABLED[-1]:
         return []
     found = []
     for bug in bugs(assignment):
@@ -147,7 +149,8 @@ def diagnose(assignment, spec, entry, student, keys):
 def diagnose_error(assignment, spec, entry, error):
     """The bugs whose variant raises the very exception (type and first line of the message) the
     student's code raised on these inputs, [Bug, ...]; none for "not implemented"."""
-    if not isinstance(error, str) or not spec.diagnose or error.startswith(("NotImplementedError", "not run")):
+    if not isinstance(error, str) or not spec.diagnose or not _ENABLED[-1] or \
+            error.startswith(("NotImplementedError", "not run")):
         return []
     wanted = clip_message(error)
     found = []
@@ -156,6 +159,17 @@ def diagnose_error(assignment, spec, entry, error):
         if spec.probe in errors and clip_message(errors[spec.probe]) == wanted:
             found.append(bug)
     return found
+
+
+@contextlib.contextmanager
+def diagnosis_off():
+    """Grade without comparing failures with the catalogue (mutation testing: faster; the same checks fail,
+    only the evidence a named bug would give is missing)."""
+    _ENABLED.append(False)
+    try:
+        yield
+    finally:
+        _ENABLED.pop()
 
 
 def diagnosis_text(found, raised=False):

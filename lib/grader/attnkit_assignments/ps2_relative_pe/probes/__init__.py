@@ -99,6 +99,19 @@ def _attn_loaded(namespace, arrays, params):
     return {"output": output, "attention_weights": weights}
 
 
+def _attn_masked(namespace, arrays, params):
+    """forward with the given weights and valid_lens: output and .attention_weights; then the output again
+    with the keys and values that every query of a sequence masks replaced by other contents."""
+    module = _attention(namespace, params, arrays)
+    output, weights = _run_attention(module, arrays)
+    lens = arrays["valid_lens"].reshape(arrays["valid_lens"].shape[0], -1).max(axis=1)     # (batch,)
+    keys, values = arrays["keys"].copy(), arrays["values"].copy()
+    for b, length in enumerate(lens):
+        keys[b, length:], values[b, length:] = arrays["other_keys"][b, length:], arrays["other_values"][b, length:]
+    other, _ = _run_attention(module, {**arrays, "keys": keys, "values": values})
+    return {"output": output, "attention_weights": weights, "output_other_masked": other}
+
+
 def _attn_gradient(namespace, arrays, params):
     """The gradients of sum(output * G) reaching rel_k and rel_v (zeros if none), and whether each table is
     among the module's parameters (1) or not (0)."""
@@ -150,16 +163,20 @@ def _attn_dropout(namespace, arrays, params):
 
 
 def _attn_shift(namespace, arrays, params):
-    """Self-attention weights for X, then for Y = [prefix; X] (X shifted by len(prefix) positions)."""
+    """Self-attention weights and output for X, the output again with one value vector changed, then the weights
+    for Y = [prefix; X] (X shifted by len(prefix))."""
     module = _attention(namespace, params, arrays)
     X = as_tensor(arrays["X"])
     Y = torch.cat([as_tensor(arrays["prefix"]), X], dim=1)          # (1, shift + n, num_hiddens)
+    other = X.clone()
+    other[:, params["changed"]] = as_tensor(arrays["other_value"])             # one value vector changed
     with torch.no_grad():
-        module(X, X, X)
+        output_X = floats(module(X, X, X), "the output for X")
         weights_X = _weights_of(module)
+        output_other = floats(module(X, X, other), "the output for X with one value vector changed")
         module(Y, Y, Y)
         weights_Y = _weights_of(module)
-    return {"weights_X": weights_X, "weights_Y": weights_Y}
+    return {"weights_X": weights_X, "weights_Y": weights_Y, "output_X": output_X, "output_other": output_other}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -266,7 +283,7 @@ PROBES = [
     probe("attn_self_shape", "test_rel_attention", _attn_output),
     probe("attn_cross_shape", "test_rel_attention", _attn_output),
     probe("attn_weights_shape", "test_rel_attention", _attn_weights),
-    probe("attn_mask_batch", "test_rel_attention", _attn_weights),
+    probe("attn_mask_batch", "test_rel_attention", _attn_masked),
     probe("attn_self_parity", "test_rel_attention", _attn_loaded),
     probe("attn_cross_parity", "test_rel_attention", _attn_loaded),
     probe("attn_zero_distance", "test_rel_attention", _attn_loaded),
@@ -277,7 +294,7 @@ PROBES = [
     probe("attn_empty_rows", "test_rel_attention", _attn_loaded),
     probe("attn_one_head", "test_rel_attention", _attn_loaded),
     probe("attn_shift", "test_rel_attention", _attn_shift),
-    probe("attn_mask_rows", "test_rel_attention", _attn_loaded),
+    probe("attn_mask_rows", "test_rel_attention", _attn_masked),
     probe("skew_shape", "test_skew", _skew_outputs),
     probe("skew_example", "test_skew", _skew_outputs),
     probe("skew_gather", "test_skew", _skew_outputs),
