@@ -87,3 +87,38 @@ def test_the_page_shows_the_pairs_side_by_side_and_escapes_student_code(tmp_path
     shutil.rmtree(tmp_path / "ben")
     empty = write_report(course, [PS1], {("ann", PS1): tmp_path / "ann"}, tmp_path / "again.html")
     assert empty == {PS1: []} and "No pair reaches the threshold." in (tmp_path / "again.html").read_text()
+
+
+INDEPENDENT_PE = '''class LearnablePositionalEncoding(nn.Module):
+    def __init__(self, num_hiddens, dropout, max_len=1000):
+        super().__init__()
+        self.rows = nn.Parameter(torch.zeros(max_len, num_hiddens))
+        self.p = dropout
+        self.longest = max_len
+
+    def forward(self, X):
+        if X.shape[1] > self.longest:
+            raise ValueError(f"X.shape[1]={X.shape[1]} > max_len={self.longest}")
+        added = X + self.rows.narrow(0, 0, X.shape[1])
+        return nn.functional.dropout(added, self.p, self.training)
+'''
+
+
+def test_a_copy_of_the_instructors_solution_is_flagged_for_review_never_an_independent_answer(tmp_path):
+    """Point 7a of issue 13: the pre-check flags answers as alike to the solution as a pasted, renamed copy
+    (a remark in the reports and on the feedback page; the score is left alone)."""
+    from attnkit_grader.precheck import check_submission
+    release, source = ROOT / "release" / PS1, ROOT / "source" / PS1
+    copy = disguised(CLASS / "ref_solution" / PS1 / f"{PS1}.ipynb", tmp_path / "copy" / f"{PS1}.ipynb")
+    remarks = [issue.reason for issue in check_submission(copy.parent, release, source)]
+    flagged = [r for r in remarks if "alike to the instructor's solution" in r]
+    assert flagged and "score is unchanged" in flagged[0] and not any(i.fatal for i in check_submission(
+        copy.parent, release, source))
+    own = nbformat.read(release / f"{PS1}.ipynb", as_version=4)
+    for cell in own.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "pe_answer":
+            cell.source = INDEPENDENT_PE
+    (tmp_path / "own").mkdir()
+    nbformat.write(own, tmp_path / "own" / f"{PS1}.ipynb")
+    assert not [i for i in check_submission(tmp_path / "own", release, source) if "alike" in i.reason]
+    assert not [i for i in check_submission(copy.parent, release) if "alike" in i.reason]   # no source: no claim

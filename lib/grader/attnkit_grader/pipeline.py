@@ -147,7 +147,8 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
                                                show_tests=show_tests)
     autograder.prepare(assignments)
     records, warnings = prepare(course, assignments, submissions, roster, students, autograder)
-    jobs = [Job(r.assignment, r.student, course.assignment_dir("submitted", r.assignment, r.student))
+    jobs = [Job(r.assignment, r.student, course.assignment_dir("submitted", r.assignment, r.student),
+                tuple(r.issues))
             for r in records.values() if r.status == "pending"]
     reset_automatic_scores(course, jobs)
     api = course.api()

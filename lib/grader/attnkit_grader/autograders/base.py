@@ -36,6 +36,7 @@ class Job:
     assignment: str
     student: str
     folder: Path = field(default=None, compare=False)
+    remarks: tuple = field(default=(), compare=False)     # the pre-check's remarks, shown on the feedback page
 
 
 @dataclass

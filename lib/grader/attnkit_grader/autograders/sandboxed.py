@@ -399,7 +399,8 @@ class SandboxAutograder(Autograder):
     def publish(self, plan, entry, resumed):
         """Feedback page, the gradebook, then the autograded copy; the Outcome the pipeline records."""
         job, release = plan.job, plan.release
-        page = feedback.page(entry, release.cells, self.show_tests)
+        shown = {**entry, "issues": [*job.remarks, *(i for i in entry["issues"] if i not in job.remarks)]}
+        page = feedback.page(shown, release.cells, self.show_tests)       # with the pre-check's remarks (flags)
         path = files.write(self.feedback_dir / job.student / job.assignment / f"{release.name}.html", page)
         self.write_gradebook(plan, entry)
         trouble = self.write_autograded(plan, entry)
