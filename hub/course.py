@@ -167,9 +167,14 @@ def changed(stamp, inputs, product):
 
 
 def tree_digest(folder):
-    """A cheap fingerprint of the files under ``folder`` (names, sizes, modification times)."""
+    """A cheap fingerprint of the source files under ``folder`` (names, sizes, modification times); what
+    building and importing leave there (build/, *.egg-info, __pycache__) is left out."""
+    def source(path):
+        parts = path.relative_to(folder).parts
+        return path.is_file() and not ({"build", "__pycache__"} & set(parts)) and \
+            not any(part.endswith(".egg-info") for part in parts)
     entries = sorted((str(p.relative_to(folder)), p.stat().st_size, int(p.stat().st_mtime))
-                     for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+                     for p in folder.rglob("*") if source(p))
     return json.dumps(entries)
 
 
@@ -272,12 +277,19 @@ def instructor_course(reset):
         "# The instructor's nbgrader: the course folder (the formgrader's too).\n"
         "c = get_config()  # noqa: F821\n"
         f"c.CourseDirectory.root = {str(course)!r}\n")
+    # The instructor's extensions back on at the user level, which outranks the environment's (the files
+    # `jupyter server extension enable --user` and `jupyter labextension enable --level=user` write)
+    # and the formgrader, which JupyterLab shows in a frame, may be framed by the instructor's own pages
+    # (jupyterhub-singleuser forbids every frame by default: frame-ancestors 'none')
+    (config / "jupyter_server_config.json").write_text(json.dumps(
+        {"ServerApp": {"jpserver_extensions": {name: True for name in INSTRUCTOR_EXTENSIONS["server"]},
+                       "tornado_settings": {"headers": {"Content-Security-Policy": "frame-ancestors 'self'"}}}},
+        indent=1))
+    (config / "labconfig").mkdir(exist_ok=True)
+    (config / "labconfig" / "page_config.json").write_text(json.dumps(
+        {"disabledExtensions": {name: False for name in INSTRUCTOR_EXTENSIONS["lab"]}}, indent=1))
     run(["chown", "-R", f"{user}:{user}", str(course), str(config)])
     course.chmod(0o700)
-    for name in INSTRUCTOR_EXTENSIONS["server"]:
-        run(["jupyter", "server", "extension", "enable", "--user", name], user=user, quiet=True)
-    for name in INSTRUCTOR_EXTENSIONS["lab"]:
-        run(["jupyter", "labextension", "enable", "--level=user", name], user=user, quiet=True)
     nbgrader = ["nbgrader"]
     run(nbgrader + ["db", "student", "import", "students.csv"], user=user, cwd=course, quiet=True)
     for assignment in ASSIGNMENTS:
@@ -324,10 +336,23 @@ def log_file():
 def running_pid():
     try:
         pid = int(pid_file().read_text())
-        os.kill(pid, 0)
-        return pid
     except (OSError, ValueError):
         return None
+    return pid if alive(pid) else None
+
+
+def alive(pid):
+    """True while ``pid`` runs (a zombie does not: the hub is one until the process that started it reaps it)."""
+    try:
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 def start(wait=120):
@@ -372,9 +397,7 @@ def stop(quiet=False, wait=60):
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if not alive(pid):
             break
         time.sleep(0.3)
     else:

@@ -59,12 +59,22 @@ def log_in(page, user, prefix):
     page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").wait_for(timeout=60_000)
 
 
-def assignment_list(page):
-    """Open Nbgrader -> Assignment List (or bring its tab to the front) and wait for the lists."""
+def nbgrader_menu(page):
+    """Open the Nbgrader menu; return the labels of its items."""
     page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
+    items = page.locator(".lm-Menu-content > .lm-Menu-item:not(.lm-mod-hidden) .lm-Menu-itemLabel")
+    items.first.wait_for()
+    return items.all_inner_texts()
+
+
+def assignment_list(page):
+    """Open Nbgrader -> Assignment List (or bring its tab to the front) and wait for the lists; return the
+    menu's labels."""
+    labels = nbgrader_menu(page)
     page.locator(".lm-Menu-itemLabel", has_text="Assignment List").click()
     page.wait_for_selector("#released_assignments_list_loading", state="hidden")
     page.wait_for_selector("#submitted_assignments_list_loading", state="hidden")
+    return labels
 
 
 def type_into_cell(page, cell, text):
@@ -91,7 +101,7 @@ def cell_text(cell):
 def test_a_student_fetches_types_validates_and_submits(course, new_page, student):
     page = new_page()
     log_in(page, student, student)
-    assignment_list(page)
+    assert assignment_list(page) == ["Assignment List"], "a student's Nbgrader menu offers only Assignment List"
     shot(page, f"{student}-02-assignment-list")
     released = page.locator("#released_assignments_list .list_item", has_text=PS1)
     released.get_by_role("button", name="Fetch").click()
@@ -160,6 +170,23 @@ def test_the_instructor_collects_grades_and_releases_feedback(course):
     assert SCORES["student2"] < SCORES["student1"], SCORES
     released = as_instructor("attnkit", "release-feedback", PS1)
     assert "student1" in released and "student2" in released, released
+
+
+def test_the_instructor_sees_the_graded_submissions_in_formgrader(course, new_page):
+    if not SCORES:
+        pytest.skip("nothing graded (the instructor's test failed)")
+    page = new_page()
+    log_in(page, "instructor", "instructor")
+    labels = nbgrader_menu(page)
+    assert {"Formgrader", "Create assignment", "Assignment List"} <= set(labels), labels
+    page.locator(".lm-Menu-itemLabel").get_by_text("Formgrader", exact=True).click()
+    formgrader = page.frame_locator(".jp-MainAreaWidget:visible iframe")
+    row = formgrader.locator("tr", has_text=PS1)
+    row.wait_for()
+    shot(page, "instructor-01-formgrader")
+    headers = formgrader.locator("tr").first.locator("th").all_inner_texts()
+    cells = row.locator("td").all_inner_texts()
+    assert cells[headers.index("# Submissions")].strip() == "2", dict(zip(headers, cells))
 
 
 @pytest.mark.parametrize("student", ["student1", "student2"])
