@@ -288,15 +288,53 @@ def expected_table(assignment, seed=SEED):
     return "\n".join(lines + ["}"])
 
 
+def reasons(assignment, seed=SEED):
+    """A Markdown table: for each bug and cell where it loses points, the checks it breaks and what still
+    counts, and why (a passing check of the values, or a failed one matching the bug's numbers)."""
+    specs = {spec.id: spec for spec in registry.specs(assignment)}
+    ids = registry.check_ids(assignment)
+    rows = ["| bug | cell: kept/max | checks it breaks (points) | what still counts, and why |", "|---|---|---|---|"]
+    for bug in variants.bugs(assignment):
+        verdicts = graded(assignment, variants.variant(assignment, bug), seed)
+        lost = [g for g, checks in verdicts.items() if any(c.points < c.max_points for c in checks)]
+        for grade_id in lost:
+            broke, kept, unsupported = [], [], []
+            for check_id, check in zip(ids[grade_id], verdicts[grade_id]):
+                if check.max_points <= 0:
+                    continue
+                if check.passed:
+                    kept.append(check_id)
+                elif check.message.startswith("right, but counts only"):
+                    unsupported.append(check_id)
+                else:
+                    broke.append(f"{check_id} {checking.fmt(check.max_points)}")
+            evidence = ("a check of the values passes" if any(specs[k].kind == "values" for k in kept) else
+                        "a failed check of the values has the bug's own (non-constant) numbers" if kept else "-")
+            note = f"; {', '.join(unsupported)} right but unsupported" if unsupported else ""
+            total = sum(c.points for c in verdicts[grade_id])
+            maximum = sum(c.max_points for c in verdicts[grade_id])
+            rows.append(f"| {bug.name} | {grade_id}: {checking.fmt(total)}/{checking.fmt(maximum)} | {', '.join(broke)} "
+                        f"| {', '.join(kept) or 'nothing'} ({evidence}){note} |")
+        if not lost:
+            rows.append(f"| {bug.name} | full marks | {', '.join(bug.fails)} (0 points) | everything: what it breaks "
+                        f"is shown, not scored |")
+    return "\n".join(rows)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m attnkit_grader.catalogue", description=__doc__.split("\n\n")[0])
     parser.add_argument("assignments", nargs="*", help="default: every assignment with a catalogue")
     parser.add_argument("--write-worked", action="store_true", help="rewrite attnkit/worked/<assignment>.json")
     parser.add_argument("--seed", type=int, default=SEED, help="the inputs' seed at grading")
     parser.add_argument("--expected", action="store_true", help="print each catalogue's EXPECTED table as measured")
+    parser.add_argument("--reasons", action="store_true", help="print why each bug keeps the points it keeps")
     parser.add_argument("--validate", action="store_true",
                         help="also run nbgrader validate over every bug's notebook (minutes) and report lies")
     args = parser.parse_args(argv)
+    if args.reasons:
+        for assignment in args.assignments or [a for a in registry.assignments() if variants.bugs(a)]:
+            print(f"\n**{assignment}**\n\n{reasons(assignment, args.seed)}")
+        return 0
     if args.expected:
         for assignment in args.assignments or [a for a in registry.assignments() if variants.bugs(a)]:
             print(f"# {assignment}\n{expected_table(assignment, args.seed)}")
