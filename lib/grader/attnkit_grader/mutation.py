@@ -31,7 +31,7 @@ import numpy as np
 from . import catalogue
 from .judging import registry, variants
 
-__all__ = ["Mutant", "Result", "equivalent", "mutants", "run"]
+__all__ = ["Mutant", "Result", "equivalent", "mutants", "raised", "run"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,15 @@ def mutants(assignment):
         obj = next((name for first, last, name in spans if first <= line <= last), "(module)")
         found.append(Mutant(assignment, number, line, obj, f"{before} -> {after}", mutated))
     return found
+
+
+def raised(call):
+    """The name of the exception ``call()`` raises, or "none": exceptions are behaviour too."""
+    try:
+        call()
+    except Exception as exc:           # noqa: BLE001 - the type is the behaviour
+        return type(exc).__name__
+    return "none"
 
 
 def _namespace(mutant):

@@ -6,15 +6,10 @@ import functools
 import numpy as np
 import torch
 
+from attnkit_grader.mutation import raised
+
 SIZES = [(5, 7, 2, 7), (8, 20, 3, 11), (3, 1, 1, 1), (6, 1000, 2, 9)]     # num_hiddens, max_len, batch, n
 
-
-def _exception(call):
-    try:
-        call()
-    except Exception as exc:           # noqa: BLE001 - the type is the behaviour
-        return type(exc).__name__
-    return "none"
 
 
 def behaviour(namespace, seed):
@@ -36,17 +31,17 @@ def behaviour(namespace, seed):
         torch.manual_seed(seed + 1)
         output = module(X)
         seen[f"{case}/train"] = output.detach().numpy()
-        seen[f"{case}/backward"] = _exception((output * G).sum().backward)
+        seen[f"{case}/backward"] = raised((output * G).sum().backward)
         for name, parameter in module.named_parameters():
             grad = parameter.grad if parameter.grad is not None else torch.zeros_like(parameter)
             seen[f"{case}/grad/{name}"] = grad.numpy().copy()
         too_long = torch.zeros(1, max_len + 1, num_hiddens, dtype=torch.float64)
-        seen[f"{case}/too long"] = _exception(functools.partial(module, too_long))
-    seen["bad dropout"] = _exception(lambda: cls(4, 1.5))
-    seen["bad size"] = _exception(lambda: cls(0, 0.1, max_len=5))
-    seen["bad max_len"] = _exception(lambda: cls(4, 0.1, max_len=0))
-    seen["bad rank"] = _exception(lambda: cls(4, 0.1, max_len=5)(torch.zeros(5, 4)))
-    seen["bad width"] = _exception(lambda: cls(4, 0.1, max_len=5)(torch.zeros(1, 3, 5)))
+        seen[f"{case}/too long"] = raised(functools.partial(module, too_long))
+    seen["bad dropout"] = raised(lambda: cls(4, 1.5))
+    seen["bad size"] = raised(lambda: cls(0, 0.1, max_len=5))
+    seen["bad max_len"] = raised(lambda: cls(4, 0.1, max_len=0))
+    seen["bad rank"] = raised(lambda: cls(4, 0.1, max_len=5)(torch.zeros(5, 4)))
+    seen["bad width"] = raised(lambda: cls(4, 0.1, max_len=5)(torch.zeros(1, 3, 5)))
     return seen
 
 

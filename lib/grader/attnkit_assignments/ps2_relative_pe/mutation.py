@@ -6,16 +6,11 @@ import functools
 import numpy as np
 import torch
 
+from attnkit_grader.mutation import raised
+
 ATTENTION = [(8, 2, 2, False, 3, 5, "none"), (12, 3, 1, True, 4, 4, "batch"), (6, 1, 0, False, 2, 6, "rows"),
              (16, 4, 3, False, 5, 3, "rows")]    # num_hiddens, heads, max_distance, bias, q, k, valid_lens
 
-
-def _exception(call):
-    try:
-        call()
-    except Exception as exc:           # noqa: BLE001 - the type is the behaviour
-        return type(exc).__name__
-    return "none"
 
 
 def _tensor(rng, *shape):
@@ -40,7 +35,7 @@ def _attention(namespace, seed, rng, seen):
         torch.manual_seed(seed + 1)
         output = module(queries, keys, keys, valid)
         seen[f"attn{case}/train"] = output.detach().numpy()
-        seen[f"attn{case}/backward"] = _exception((output * G).sum().backward)
+        seen[f"attn{case}/backward"] = raised((output * G).sum().backward)
         for name, parameter in module.named_parameters():
             grad = parameter.grad if parameter.grad is not None else torch.zeros_like(parameter)
             seen[f"attn{case}/grad/{name}"] = grad.numpy().copy()
@@ -50,7 +45,7 @@ def _attention(namespace, seed, rng, seen):
            "width": lambda: cls(8, 2, 0.0, 2)(torch.zeros(1, 3, 7), X3, X3),
            "lens": lambda: cls(8, 2, 0.0, 2)(X3, X4, X4, torch.tensor([5]))}
     for name, call in bad.items():
-        seen[f"attn bad {name}"] = _exception(call)
+        seen[f"attn bad {name}"] = raised(call)
 
 
 def _causal(namespace, rng, seen):
@@ -62,7 +57,7 @@ def _causal(namespace, rng, seen):
             output, weights = namespace[name](*leaves)
             seen[f"{name}/{L}/output"] = output.detach().numpy()
             seen[f"{name}/{L}/weights"] = weights.detach().numpy()
-            seen[f"{name}/{L}/backward"] = _exception((output * G).sum().backward)
+            seen[f"{name}/{L}/backward"] = raised((output * G).sum().backward)
             for index, leaf in enumerate(leaves):
                 grad = leaf.grad if leaf.grad is not None else torch.zeros_like(leaf)
                 seen[f"{name}/{L}/grad{index}"] = grad.numpy().copy()
@@ -74,7 +69,7 @@ def _causal(namespace, rng, seen):
                  "rel_k": (Z, Z, Z, torch.zeros(2, 4)),
                  "dim": (Z, torch.zeros(1, 3, 5), Z, torch.zeros(3, 4))}
         for bad, args in cases.items():
-            seen[f"{name} bad {bad}"] = _exception(functools.partial(function, *args))
+            seen[f"{name} bad {bad}"] = raised(functools.partial(function, *args))
 
 
 def behaviour(namespace, seed):
@@ -87,7 +82,7 @@ def behaviour(namespace, seed):
         result = index(q, n, k)
         seen[f"index/{q}/{n}/{k}"] = result.numpy().copy()
         seen[f"index/{q}/{n}/{k}/dtype"] = str(result.dtype)
-    seen["index bad"] = _exception(lambda: index(3, 3, -1))
+    seen["index bad"] = raised(lambda: index(3, 3, -1))
     skew = namespace["skew"]
     for shape in ((1, 1), (4, 4), (2, 3, 6, 6)):
         X = _tensor(rng, *shape)
@@ -95,7 +90,7 @@ def behaviour(namespace, seed):
         result = skew(X)
         seen[f"skew/{shape}"] = torch.where(lower, result, torch.zeros(())).numpy()
         seen[f"skew/{shape}/dtype"] = str(result.dtype)
-    seen["skew bad"] = _exception(lambda: skew(torch.zeros(3, 4)))
+    seen["skew bad"] = raised(lambda: skew(torch.zeros(3, 4)))
     _attention(namespace, seed, rng, seen)
     _causal(namespace, rng, seen)
     return seen
