@@ -129,6 +129,9 @@ def environment(edition):
         python = shutil.which("python3", path="/usr/bin:/bin")   # the system's Python: readable by every user
         if python is None:
             raise SystemExit("course.py: /usr/bin/python3 not found (apt-get install python3 python3-venv)")
+        no_pip = subprocess.run([python, "-c", "import ensurepip"], capture_output=True).returncode
+        if no_pip and shutil.which("apt-get"):
+            run(["apt-get", "install", "-y", "-qq", "python3-venv"])     # Debian splits venv's pip out
         if not (venv / "bin" / "python").exists():
             run([python, "-m", "venv", str(venv)])
         run(pip + ["-c", str(edition / "constraints.txt"), f"{edition}[notebooks,hub]"])
