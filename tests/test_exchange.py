@@ -6,6 +6,7 @@ course's hub, are in tests_browser/test_exchange_accounts.py (make test-browser,
 """
 
 import datetime
+import logging
 import os
 import pwd
 import shutil
@@ -173,7 +174,16 @@ def test_a_student_not_enrolled_is_refused(course):
     assert result.refused[0].problems == [f"{ME} is not enrolled in the gradebook"]
 
 
-def test_the_command_exits_1_when_something_was_refused_and_names_bad_arguments(course, capsys):
+@pytest.fixture
+def quiet_logger():
+    """cli.main gives the grader's logger a handler on this test's captured stderr: take it away after."""
+    logger = logging.getLogger("attnkit_grader")
+    saved = logger.handlers[:]
+    yield
+    logger.handlers[:] = saved
+
+
+def test_the_command_exits_1_when_something_was_refused_and_names_bad_arguments(course, capsys, quiet_logger):
     course, exchange, tmp_path = course
     submit(tmp_path, exchange, course)
     submit(tmp_path, exchange, course, student="someone_else")
@@ -190,3 +200,20 @@ def test_the_command_exits_1_when_something_was_refused_and_names_bad_arguments(
     with pytest.raises(SystemExit):
         cli.main(root + ["collect", PS1, "--tolerance", "-1"])
     assert "--tolerance: expected seconds >= 0" in capsys.readouterr().err
+
+
+def test_junk_in_the_inbound_is_refused_by_name_and_never_stops_the_collection(course):
+    course, exchange, tmp_path = course
+    handin = submit(tmp_path, exchange, course)
+    inbound = handin.parent
+    (inbound / f"{ME}+{PS1}").mkdir()                               # no time
+    (inbound / f"{ME}+{PS1}+yesterday+x").mkdir()                    # not a time
+    (inbound / f"{ME}+{PS1}+{handin.name.split('+')[2]}+file").write_text("a file, not a folder")
+    (inbound / f"{ME}+ps2_relative_pe+2026-01-01 00:00:00 UTC+x").mkdir()   # another assignment: not looked at
+    result = collect(course, PS1, exchange)
+    assert [h.path for h in result.collected] == [handin]
+    reasons = {h.path.name[len(ME) + 1:]: " ".join(h.problems) for h in result.refused}
+    assert reasons[PS1].startswith("not an nbgrader hand-in name")
+    assert "is not a time" in reasons[f"{PS1}+yesterday+x"]
+    assert any("not a folder" in reason for reason in reasons.values())
+    assert len(result.refused) == 3

@@ -16,7 +16,7 @@ import time
 import pytest
 from nbgrader.api import Gradebook
 
-from conftest import ARTIFACTS, EDITION, URL
+from conftest import ARTIFACTS, EDITION, URL, hub
 
 PS1 = "ps1_learnable_pe"
 
@@ -149,7 +149,7 @@ def as_instructor(*command, check=True):
     (``check``: assert it exited 0)."""
     home = "/home/instructor"
     env = ["env", "-i", f"HOME={home}", "USER=instructor", "LANG=C.UTF-8",
-           "PATH=/opt/attnkit-course/bin:/opt/attnkit-course/venv/bin:/usr/bin:/bin"]
+           f"PATH={hub.PREFIX}/bin:{hub.PREFIX}/venv/bin:/usr/bin:/bin"]
     done = subprocess.run(["runuser", "-u", "instructor", "--", *env, *command], cwd=f"{home}/attention-kit",
                           text=True, capture_output=True)
     assert done.returncode == 0 or not check, f"{' '.join(command)}: {done.stdout}\n{done.stderr}"

@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 from nbgrader.api import Gradebook
 
+from conftest import hub
 from test_course_in_browser import CORRECT, PS1, as_instructor
 
 PS2 = "ps2_relative_pe"
-VENV = "/opt/attnkit-course/venv/bin"
+VENV = f"{hub.PREFIX}/venv/bin"
 
 
 def as_user(user, command, cwd=None):
@@ -51,8 +52,7 @@ def test_a_student_cannot_read_or_change_other_students_files(places):
 def test_a_student_cannot_reach_the_instructors_course_folder_or_the_grader(places):
     course = places["course"]
     for command in (f"ls {course}", f"cat {course}/gradebook.db", f"cat {course}/source/{PS1}/{PS1}.ipynb",
-                    "ls /opt/attnkit-course/grader", "/opt/attnkit-course/bin/attnkit --help",
-                    "ls /opt/attnkit-course/state"):
+                    f"ls {hub.PREFIX}/grader", f"{hub.PREFIX}/bin/attnkit --help", f"ls {hub.PREFIX}/state"):
         assert refused(as_user("student3", command)), command
     imported = as_user("student3", "python -c 'import attnkit_assignments'")
     assert imported.returncode != 0 and "No module named 'attnkit_assignments'" in imported.stderr
@@ -80,7 +80,7 @@ def test_submitting_as_another_student_or_backdated_is_refused_at_collect(places
                                f"echo '{stamp}' > '{forged}/timestamp.txt' && touch -d yesterday '{forged}'/*")
     assert made.returncode == 0, made.stderr
     collected = subprocess.run(["runuser", "-u", "instructor", "--", "env", "-i", "HOME=/home/instructor",
-                                f"PATH=/opt/attnkit-course/bin:{VENV}:/usr/bin:/bin", "attnkit", "collect", PS1],
+                                f"PATH={hub.PREFIX}/bin:{VENV}:/usr/bin:/bin", "attnkit", "collect", PS1],
                                cwd=places["course"], text=True, capture_output=True)
     assert collected.returncode == 1, collected.stdout + collected.stderr
     assert "owned by student3, not by student1" in collected.stdout, collected.stdout

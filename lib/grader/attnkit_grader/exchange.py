@@ -101,7 +101,7 @@ def collect(course, assignment, exchange_root, tolerance=TOLERANCE, owner_name=N
     result = Collection(assignment)
     latest = {}
     for path in sorted(inbound.iterdir()):
-        if not path.name.split("+")[1:2] == [assignment]:
+        if path.name.split("+")[1:2] != [assignment]:
             continue
         handin = inspect(path, assignment, owner_name, tolerance)
         if handin.accepted and handin.student not in enrolled:
@@ -115,7 +115,12 @@ def collect(course, assignment, exchange_root, tolerance=TOLERANCE, owner_name=N
         if recorded_time(target) is not None and recorded_time(target) >= handin.recorded:
             result.kept.append(handin)
             continue
-        copy_handin(handin, target)
+        try:
+            copy_handin(handin, target)
+        except OSError as error:            # a file made unreadable after it was inspected
+            handin.problems.append(f"could not be copied: {error}")
+            result.refused.append(handin)
+            continue
         result.collected.append(handin)
     for handin in result.refused:
         log.warning("refused %s: %s", handin.path, "; ".join(handin.problems))
@@ -169,7 +174,8 @@ def inspect(path, assignment, owner_name, tolerance):
         return handin
     ctimes = [info.st_ctime]
     entries = [(handin.path, info)]
-    for folder, folders, files in os.walk(handin.path):
+    unreadable = []
+    for folder, folders, files in os.walk(handin.path, onerror=unreadable.append):
         for name in folders + files:
             entry = Path(folder) / name
             entries.append((entry, os.lstat(entry)))
@@ -183,6 +189,9 @@ def inspect(path, assignment, owner_name, tolerance):
             handin.problems.append(f"{where} is a link or a special file; hand in plain files")
         elif stat.S_ISREG(entry_info.st_mode) and entry_info.st_nlink > 1:
             handin.problems.append(f"{where} is a hard link; hand in plain files")
+    for error in unreadable:
+        handin.problems.append(f"{Path(error.filename).relative_to(handin.path.parent)} cannot be read by the "
+                               "instructor; hand in readable files")
     handin.recorded = datetime.datetime.fromtimestamp(max(ctimes), datetime.timezone.utc).replace(tzinfo=None)
     written = read_time(handin.path / TIMESTAMP)
     if written is None:
