@@ -328,7 +328,7 @@ def test_python_source_handles_magics_minimally():
 
 # --- staging the packages the sandbox may import -------------------------------------------------------------
 
-TRUSTED = ("reference.py", "checks.py", "inputs.py", "hidden.py")
+TRUSTED = ("reference.py", "checks.py", "checks_causal.py", "inputs.py", "hidden.py", "bugs.py", "mutation.py")
 
 
 def test_staged_tree_holds_the_student_package_the_sandbox_package_and_the_probes_only(tmp_path):
@@ -360,7 +360,7 @@ def test_every_trusted_file_of_an_assignment_folder_stays_out(tmp_path):
         assert trusted, f"{folder.name}: no trusted part?"
         for path in trusted:
             assert not (tmp_path / "attnkit_assignments" / folder.name / path.name).exists(), path
-        assert {p.name for p in folder.glob("*.py")} - {"__init__.py"} <= set(TRUSTED) | {"bugs.py"}, (
+        assert {p.name for p in folder.glob("*.py")} - {"__init__.py"} <= set(TRUSTED), (
             f"{folder.name}: a new trusted file? add it to bwrap.TRUSTED_FILES and TRUSTED here")
 
 
