@@ -27,6 +27,7 @@ assignments to the exchange. Nothing run by start needs the network.
 """
 
 import argparse
+import fcntl
 import grp
 import json
 import os
@@ -425,6 +426,22 @@ def status():
     return 0 if pid else 3
 
 
+LOCK = []
+
+
+def hold_lock():
+    """One course.py at a time on this prefix (a setup racing a start or another setup leaves a mess)."""
+    require_root()
+    PREFIX.mkdir(parents=True, exist_ok=True)
+    handle = open(PREFIX / ".course.lock", "a")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        say(f"waiting for another hub/course.py on {PREFIX}")
+        fcntl.flock(handle, fcntl.LOCK_EX)
+    LOCK.append(handle)         # held until this process ends
+
+
 def main(argv=None):
     top = argparse.ArgumentParser(prog="hub/course.py", description=__doc__.splitlines()[0])
     commands = top.add_subparsers(dest="command", required=True)
@@ -439,12 +456,13 @@ def main(argv=None):
     marking = commands.add_parser("grade", help="attnkit grade (as root) on the instructor's submitted/")
     marking.add_argument("assignment", metavar="ASSIGNMENT")
     args = top.parse_args(argv)
+    if args.command != "status":
+        hold_lock()
     if args.command == "setup":
         setup(args.edition, reset=args.reset)
     elif args.command == "start":
         start()
     elif args.command == "stop":
-        require_root()
         stop()
     elif args.command == "grade":
         grade(args.assignment)
