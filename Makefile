@@ -37,9 +37,11 @@ $(STAMP): pyproject.toml lib/grader/pyproject.toml constraints.txt
 	touch $@
 
 # Library tests, notebook validation (nbval, strict) and the grading pipeline; then the lectures again
-# under other CPU kernels and thread counts (their outputs must not depend on them).
+# under other CPU kernels and thread counts (their outputs must not depend on them). Two workers on two
+# cores: one thread each (two workers with two threads each made lecture 4 train 20 times slower).
 test: $(STAMP) sandbox-tools fonts
-	$(PY) -m pytest -n 2 --dist loadfile -m "not kernels" --nbval --nbval-current-env tests course
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist loadfile -m "not kernels" --nbval \
+	  --nbval-current-env tests course
 	$(MAKE) --no-print-directory test-lectures
 
 # nbval over the lectures with the kernels forced to SSE4.2 + 1 thread and to AVX2 + 2 threads, in parallel.
