@@ -46,6 +46,7 @@ def test_an_edit_that_does_not_match_exactly_once_is_refused():
         variants.source_of("ps1_learnable_pe", broken)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("assignment,bug", CASES, ids=[f"{a}:{b.name}" for a, b in CASES])
 def test_a_known_bug_costs_the_checks_it_breaks_is_seen_by_the_student_and_named(assignment, bug):
     result = catalogue.outcome(assignment, bug)
@@ -142,6 +143,7 @@ def test_a_visible_check_names_a_known_mistake_and_counts_it_as_real_work():
 # ---------------------------------------------------------------------------------------------------
 # Mutation testing (python -m attnkit_grader.mutation runs every mutant; here a sample, so it cannot rot)
 
+@pytest.mark.slow
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_a_sample_of_mutants_is_killed_or_proven_equivalent(assignment):
     from attnkit_grader import mutation
@@ -167,6 +169,7 @@ def test_the_proof_of_equivalence_tells_a_changed_behaviour_from_a_changed_messa
     assert mutation.equivalent("ps1_learnable_pe", variants.variant("ps1_learnable_pe", reworded))
 
 
+@pytest.mark.slow
 def test_validate_tells_the_truth_on_a_sample_of_the_catalogue(tmp_path):
     """nbgrader validate (the Validate button) on notebooks with known bugs: a cell that earns nothing shows
     its failing checks and never "partial credit" (python -m attnkit_grader.catalogue --validate: all)."""
