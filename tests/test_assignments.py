@@ -20,10 +20,16 @@ import pytest
 
 from attnkit.checking import CellScoredZero
 
+from attnkit_grader.editions import graded_assignments, split
+
 ROOT = Path(__file__).resolve().parents[1]
-ASSIGNMENTS = sorted(p.name for p in (ROOT / "source").iterdir() if p.is_dir())
+FOLDERS = sorted(p.name for p in (ROOT / "source").iterdir() if p.is_dir())   # with the language editions
+ASSIGNMENTS = graded_assignments(FOLDERS)                                   # the graded ones
 SOURCE = [ROOT / "source" / a / f"{a}.ipynb" for a in ASSIGNMENTS]
 RELEASE = [ROOT / "release" / a / f"{a}.ipynb" for a in ASSIGNMENTS]
+# Every edition's notebook bears the graded assignment's name: source/ps1_learnable_pe_fr/ps1_learnable_pe.ipynb
+EVERY_SOURCE = [ROOT / "source" / f / f"{split(f, ASSIGNMENTS)[0]}.ipynb" for f in FOLDERS]
+EVERY_RELEASE = [ROOT / "release" / f / f"{split(f, ASSIGNMENTS)[0]}.ipynb" for f in FOLDERS]
 REGION = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS)\n(.*?)### END \1", re.S)
 SECRETS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "attnkit.solutions", "attnkit_assignments",
            "hidden_checks", "Model answer", "Grading (")
@@ -36,30 +42,34 @@ def nbgrader(*args, cwd=ROOT):
     return result.returncode, result.stdout + result.stderr
 
 
-def test_both_assignments_exist():
+def test_both_assignments_exist_in_every_language():
     assert ASSIGNMENTS == ["ps1_learnable_pe", "ps2_relative_pe"]
-    assert all(path.is_file() for path in SOURCE + RELEASE)
+    assert FOLDERS == sorted(f"{a}{suffix}" for a in ASSIGNMENTS for suffix in ("", "_fr", "_zh"))
+    assert all(path.is_file() for path in EVERY_SOURCE + EVERY_RELEASE)
+    assert sorted(p.name for p in (ROOT / "release").iterdir() if p.is_dir()) == FOLDERS
 
 
 @pytest.mark.slow
 def test_release_matches_a_fresh_generation(tmp_path):
-    """Regenerate the student versions in a copy of the course; the committed release/ must equal them."""
+    """Regenerate the student versions in a copy of the course (`attnkit release`: nbgrader
+    generate_assignment, each language edition with its stubs); the committed release/ must equal them."""
     shutil.copy2(ROOT / "nbgrader_config.py", tmp_path)
     shutil.copytree(ROOT / "source", tmp_path / "source")
-    for assignment in ASSIGNMENTS:
-        code, log = nbgrader("generate_assignment", assignment, "--force", cwd=tmp_path)
-        assert code == 0, log
-    for assignment, committed in zip(ASSIGNMENTS, RELEASE):
-        fresh = tmp_path / "release" / assignment / committed.name
+    code = subprocess.run([sys.executable, "-m", "attnkit_grader", "--root", str(tmp_path), "-q", "release"],
+                          capture_output=True, text=True, env=dict(os.environ, PATH=os.path.dirname(sys.executable)
+                                                                    + os.pathsep + os.environ.get("PATH", "")))
+    assert code.returncode == 0, code.stderr
+    for folder, committed in zip(FOLDERS, EVERY_RELEASE):
+        fresh = tmp_path / "release" / folder / committed.name
         assert json.loads(committed.read_text()) == json.loads(fresh.read_text()), (
-            f"release/{assignment} is out of date: run `nbgrader generate_assignment {assignment} --force` "
-            f"from the repository root, then `python tests/fixtures/make_example_class.py`, and commit both")
+            f"release/{folder} is out of date: run `.venv/bin/attnkit release` from the repository root, then "
+            f"`python tests/fixtures/make_example_class.py`, and commit both")
         others = {p.name for p in committed.parent.iterdir()} ^ {p.name for p in fresh.parent.iterdir()}
-        assert not others, f"release/{assignment} and a fresh generation hold different files: {others}"
+        assert not others, f"release/{folder} and a fresh generation hold different files: {others}"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", SOURCE, ids=ASSIGNMENTS)
+@pytest.mark.parametrize("path", EVERY_SOURCE, ids=FOLDERS)
 def test_source_passes_its_tests(path):
     """The instructor version, hidden tests included, earns full marks on every test cell."""
     code, log = nbgrader("validate", str(path))
@@ -67,7 +77,7 @@ def test_source_passes_its_tests(path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", RELEASE, ids=ASSIGNMENTS)
+@pytest.mark.parametrize("path", EVERY_RELEASE, ids=FOLDERS)
 def test_blank_release_fails_every_test(path):
     """The student version as handed out must not earn full marks on any test cell."""
     code, log = nbgrader("validate", "--invert", str(path))
@@ -89,7 +99,7 @@ def test_validate_names_what_failed_in_a_cell_that_earned_nothing(assignment, tm
     assert log.count("What failed:") == len(tests) and "not implemented yet" in log
 
 
-@pytest.mark.parametrize("source, release", list(zip(SOURCE, RELEASE)), ids=ASSIGNMENTS)
+@pytest.mark.parametrize("source, release", list(zip(EVERY_SOURCE, EVERY_RELEASE)), ids=FOLDERS)
 def test_no_solution_or_hidden_test_leaks_into_the_release(source, release):
     text = release.read_text()
     for secret in SECRETS:
@@ -103,7 +113,7 @@ def test_no_solution_or_hidden_test_leaks_into_the_release(source, release):
                     assert line not in released, f"{release.relative_to(ROOT)} shows a hidden line: {line}"
 
 
-@pytest.mark.parametrize("path", RELEASE, ids=ASSIGNMENTS)
+@pytest.mark.parametrize("path", EVERY_RELEASE, ids=FOLDERS)
 def test_release_has_no_outputs_and_the_python3_kernel(path):
     notebook = nbformat.read(path, as_version=4)
     assert notebook.metadata.kernelspec.name == "python3"

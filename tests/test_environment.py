@@ -41,10 +41,13 @@ def environment():
 
 
 def conda_requirements():
+    """conda's packages and, from its pip section, the PyPI-only ones (JupyterLab's language packs)."""
     found = {}
     for entry in environment()["dependencies"]:
-        if isinstance(entry, str):
-            name, spec = _split(entry)
+        for requirement in entry.get("pip", []) if isinstance(entry, dict) else [entry]:
+            if requirement == ".":                  # the kit itself
+                continue
+            name, spec = _split(requirement)
             if name not in NOT_PACKAGES | STUDENT_ONLY:
                 found[CONDA_TO_PIP.get(name, name)] = spec
     return found

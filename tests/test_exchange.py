@@ -15,6 +15,8 @@ import pytest
 from nbgrader.api import Gradebook
 from nbgrader.auth import Authenticator
 from nbgrader.coursedir import CourseDirectory
+from nbgrader.exchange.default.fetch_feedback import ExchangeFetchFeedback
+from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback
 from nbgrader.exchange.default.submit import ExchangeSubmit
 from traitlets.config import Config
 
@@ -52,13 +54,13 @@ def course(template, tmp_path):
     return course, exchange, tmp_path
 
 
-def submit(tmp_path, exchange, course, student=None):
-    """nbgrader submit of the fetched PS1 in tmp_path/home; returns the hand-in's folder in inbound."""
+def submit(tmp_path, exchange, course, student=None, assignment=PS1):
+    """nbgrader submit of the fetched ``assignment`` in tmp_path/home; returns the hand-in's folder in inbound."""
     config = Config()
     config.Exchange.root = str(exchange)
     config.Exchange.cache = str(tmp_path / "cache")
     config.CourseDirectory.course_id = course.course_id
-    config.CourseDirectory.assignment_id = PS1
+    config.CourseDirectory.assignment_id = assignment
     if student:
         config.CourseDirectory.student_id = student
     inbound = exchange / course.course_id / "inbound"
@@ -217,3 +219,52 @@ def test_junk_in_the_inbound_is_refused_by_name_and_never_stops_the_collection(c
     assert "is not a time" in reasons[f"{PS1}+yesterday+x"]
     assert any("not a folder" in reason for reason in reasons.values())
     assert len(result.refused) == 3
+
+
+def exchange_config(tmp_path, exchange, course, assignment):
+    config = Config()
+    config.Exchange.root = str(exchange)
+    config.Exchange.cache = str(tmp_path / "cache")
+    config.CourseDirectory.root = str(course.root)
+    config.CourseDirectory.course_id = course.course_id
+    config.CourseDirectory.assignment_id = assignment
+    return config
+
+
+def test_a_handin_of_a_language_edition_is_collected_as_the_assignment_and_gets_its_feedback(course):
+    """A student of the French edition (ps1_learnable_pe_fr in the exchange) hands in; collect puts it where
+    the English one goes (one assignment, one grade table); a later English hand-in replaces it; the feedback
+    released for the assignment reaches the French hand-in through nbgrader's own fetch_feedback."""
+    course, exchange, tmp_path = course
+    french = f"{PS1}_fr"
+    shutil.copytree(course.root / "release" / french, exchange / course.course_id / "outbound" / french)
+    shutil.copytree(course.root / "release" / french, tmp_path / "home" / french)
+    handin = submit(tmp_path, exchange, course, assignment=french)
+    result = collect(course, PS1, exchange)
+    assert [h.path for h in result.collected] == [handin] and not result.refused
+    assert f"collected {ME} (" in result.text() and ", fr edition) from" in result.text()
+    submitted = course.assignment_dir("submitted", PS1, ME)
+    assert (submitted / f"{PS1}.ipynb").read_bytes() == (handin / f"{PS1}.ipynb").read_bytes()
+    assert not course.assignment_dir("submitted", french, ME).exists()
+
+    # the instructor's feedback page for the assignment, released as nbgrader does, fetched for the edition
+    feedback = course.step_dir("feedback") / ME / PS1
+    feedback.mkdir(parents=True)
+    (feedback / f"{PS1}.html").write_text("<p>Votre retour</p>")
+    for name in (TIMESTAMP, "submission_secret.txt"):
+        shutil.copyfile(submitted / name, feedback / name)
+    config = exchange_config(tmp_path, exchange, course, PS1)
+    ExchangeReleaseFeedback(coursedir=CourseDirectory(config=config), authenticator=Authenticator(config=config),
+                            config=config).start()
+    config = exchange_config(tmp_path, exchange, course, french)
+    fetch = ExchangeFetchFeedback(coursedir=CourseDirectory(config=config),
+                                  authenticator=Authenticator(config=config), config=config)
+    fetch.assignment_dir = str(tmp_path / "home")
+    fetch.start()
+    (page,) = (tmp_path / "home" / french / "feedback").glob(f"*/{PS1}.html")
+    assert page.read_text() == "<p>Votre retour</p>"
+
+    english = submit(tmp_path, exchange, course)                          # a later hand-in, in English
+    result = collect(course, PS1, exchange)
+    assert [h.path for h in result.collected] == [english]
+    assert (submitted / f"{PS1}.ipynb").read_bytes() == (english / f"{PS1}.ipynb").read_bytes()

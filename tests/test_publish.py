@@ -3,6 +3,7 @@ source/ file and no instructor code, installs the student package only, and its 
 
 import json
 import os
+import tomllib
 import subprocess
 import sys
 from pathlib import Path
@@ -47,7 +48,9 @@ def test_the_edition_offers_every_language_and_says_how_to_switch_jupyterlab(edi
     assert "Settings → Language" in readme
     for pack in ("jupyterlab-language-pack-fr-FR", "jupyterlab-language-pack-zh-CN"):
         assert pack in environment, f"environment.yml (conda, Binder) does not install {pack}"
-        assert f" {pack}" in readme.split("pip install", 1)[1].splitlines()[0], f"the pip command lacks {pack}"
+        assert '".[notebooks]"' in readme.split("pip install", 1)[1].splitlines()[0]
+        assert pack in tomllib.loads((edition / "pyproject.toml").read_text())["project"]["optional-dependencies"][
+            "notebooks"], f"pip's notebooks extra (the pip install in README, the hub) does not install {pack}"
 
 
 def test_nothing_an_instructor_keeps_is_inside(edition):

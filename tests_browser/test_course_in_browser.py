@@ -1,9 +1,11 @@
 """A problem set's whole path through the course's hub, in Chromium, as people use it; then every lecture.
 
-student1 types a correct answer to PS1 exercise 1, student2 a wrong one: each logs in on the hub's login
-page, fetches PS1 from the Assignment List, types the answer into the cell, saves, validates and submits.
-The instructor collects (attnkit collect), grades as root (attnkit grade, sandboxed) and releases feedback
-(attnkit release-feedback); each student fetches the feedback and reads the score the gradebook holds.
+student1 types a correct answer to PS1 exercise 1 in the English edition, student2 a wrong one in the French
+edition (ps1_learnable_pe_fr): each logs in on the hub's login page, fetches their edition from the
+Assignment List, which offers the three languages, types the answer into the cell, saves, validates and
+submits. The instructor collects both as one assignment (attnkit collect), grades as root (attnkit grade,
+sandboxed) and releases feedback (attnkit release-feedback); each student fetches the feedback under their
+edition's name and reads the score the gradebook holds.
 Then student3 runs every lecture (Run All Cells) and the test checks it ends without an error output and
 with all its figures. Screenshots: build/browser-artifacts/STUDENT-NN-step.png and lecture-NAME.png.
 """
@@ -40,6 +42,7 @@ CORRECT = '''class LearnablePositionalEncoding(nn.Module):
 # The same table, but forward forgets to add it.
 WRONG = CORRECT.replace("return self.dropout(X + self.P[:num_steps])", "return self.dropout(X)")
 ANSWERS = {"student1": CORRECT, "student2": WRONG}
+EDITIONS = {"student1": PS1, "student2": f"{PS1}_fr"}     # the edition each student works in
 AUTOGRADED = {"student1": 6.0}           # the two test cells of exercise 1, in full (exercise 2 is by hand)
 
 LECTURES = sorted(p.name for p in (EDITION / "course").glob("*.ipynb"))
@@ -77,6 +80,13 @@ def assignment_list(page):
     return labels
 
 
+def list_item(page, listing, assignment):
+    """The row of ``assignment`` (its exact name: ps1_learnable_pe is a prefix of ps1_learnable_pe_fr) in one
+    of the Assignment List's lists ('released', 'fetched', 'submitted')."""
+    name = page.locator(".item_name", has_text=re.compile(rf"^\s*{re.escape(assignment)}\s*$"))
+    return page.locator(f"#{listing}_assignments_list .list_item").filter(has=name).first
+
+
 def type_into_cell(page, cell, text):
     """Replace the cell's text with ``text``, typed key by key. After each Enter the editor indents by
     itself; Shift+Home selects that indentation so the typed line keeps its own."""
@@ -103,15 +113,17 @@ def test_a_student_fetches_types_validates_and_submits(course, new_page, student
     log_in(page, student, student)
     assert assignment_list(page) == ["Assignment List"], "a student's Nbgrader menu offers only Assignment List"
     shot(page, f"{student}-02-assignment-list")
-    released = page.locator("#released_assignments_list .list_item", has_text=PS1)
-    released.get_by_role("button", name="Fetch").click()
-    fetched = page.locator("#fetched_assignments_list .list_item", has_text=PS1).first
+    for language in ("", "_fr", "_zh"):                 # every assignment is offered in the three languages
+        list_item(page, "released", PS1 + language).wait_for()
+    edition = EDITIONS[student]
+    list_item(page, "released", edition).get_by_role("button", name="Fetch").click()
+    fetched = list_item(page, "fetched", edition)
     fetched.get_by_role("button", name="Submit").wait_for()
     shot(page, f"{student}-03-fetched")
 
     # open the notebook from the list, as a student does
     fetched.locator("a.assignment-notebooks-link").click()
-    page.locator(f"#nbgrader-{course.COURSE_ID}-{PS1} a", has_text=PS1).click()
+    page.locator(f"#nbgrader-{course.COURSE_ID}-{edition} a", has_text=PS1).click()
     notebook = page.locator(".jp-NotebookPanel:visible")
     answer = notebook.locator(".jp-CodeCell", has_text="class LearnablePositionalEncoding").first
     answer.wait_for()
@@ -137,8 +149,8 @@ def test_a_student_fetches_types_validates_and_submits(course, new_page, student
     dialog.wait_for(state="detached")
 
     page.get_by_role("tab", name="Assignments").click()
-    page.locator("#fetched_assignments_list .list_item", has_text=PS1).first.get_by_role("button", name="Submit").click()
-    submitted = page.locator("#submitted_assignments_list .list_item", has_text=PS1).first
+    list_item(page, "fetched", edition).get_by_role("button", name="Submit").click()
+    submitted = list_item(page, "submitted", edition)
     submitted.wait_for()
     shot(page, f"{student}-06-submitted")
     assert submitted.get_by_role("button", name="Fetch Feedback").is_visible()
@@ -162,6 +174,7 @@ SCORES = {}
 def test_the_instructor_collects_grades_and_releases_feedback(course):
     collected = as_instructor("attnkit", "collect", PS1)
     assert "2 collected" in collected and "0 refused" in collected, collected
+    assert "fr edition) from student2+ps1_learnable_pe_fr+" in collected, collected
     course.grade(PS1)
     with Gradebook(f"sqlite:///{course.course_dir()}/gradebook.db", course.COURSE_ID) as gradebook:
         for student in ANSWERS:
@@ -196,7 +209,7 @@ def test_a_student_fetches_feedback_and_reads_the_score(course, new_page, studen
     page = new_page()
     log_in(page, student, f"{student}-feedback")
     assignment_list(page)
-    submitted = page.locator("#submitted_assignments_list .list_item", has_text=PS1).first
+    submitted = list_item(page, "submitted", EDITIONS[student])
     submitted.get_by_role("button", name="Fetch Feedback").click()
     link = submitted.get_by_text("view feedback")
     link.wait_for()
@@ -244,3 +257,25 @@ def test_a_lecture_runs_all_without_error_and_with_its_figures(course, new_page,
     images = notebook.locator(".jp-OutputArea-output img")
     assert images.count() == figures, f"{lecture}: {images.count()} figures rendered, {figures} expected"
     print(f"{lecture}: {prompts.count()} code cells ran in {seconds:.0f} s, {figures} figures")
+
+
+@pytest.mark.parametrize("locale, file_menu", [("fr_FR", "Fichier"), ("zh_CN", "文件")])
+def test_jupyterlab_speaks_the_students_language(course, new_page, locale, file_menu):
+    """The hub's environment holds JupyterLab's French and Chinese language packs: student3 switches the
+    language as README says (the setting Settings -> Language writes), JupyterLab reloads in it, and back."""
+    page = new_page()
+    log_in(page, "student3", f"language-{locale}")
+    api = f"{URL}/user/student3/lab/api"
+    xsrf = next((c["value"] for c in page.context.cookies() if c["name"] == "_xsrf"), "")
+    headers = {"X-XSRFToken": xsrf, "Content-Type": "application/json"}
+    installed = page.request.get(f"{api}/translations/").json()["data"]
+    assert {"fr_FR", "zh_CN"} <= set(installed), installed
+    setting = f"{api}/settings/@jupyterlab/translation-extension:plugin"
+    try:
+        answer = page.request.put(setting, headers=headers, data=json.dumps({"raw": json.dumps({"locale": locale})}))
+        assert answer.ok, answer.text()
+        page.reload()
+        page.locator(".lm-MenuBar-itemLabel", has_text=file_menu).wait_for(timeout=60_000)
+        shot(page, f"language-{locale}")
+    finally:
+        page.request.put(setting, headers=headers, data=json.dumps({"raw": json.dumps({"locale": "en"})}))

@@ -1,10 +1,12 @@
 """Command line of the grading pipeline: ``attnkit`` (or ``python -m attnkit_grader``).
 
-  release [ASSIGNMENT...] [--check]   student versions from source/ (--check: report drift, exit 1 if any)
+  release [ASSIGNMENT...] [--check]   student versions from source/, language editions included
+                                      (--check: report drift, exit 1 if any)
   grade ASSIGNMENT... --submissions DIR [--students CSV] [--reports DIR] [GRADER OPTIONS]
   demo [--reports DIR] [GRADER OPTIONS]   grade the bundled example class in the kit's repository
   publish OUT [--force]               the student edition: lectures, released assignments, student package
   collect ASSIGNMENT [--exchange DIR] nbgrader's exchange -> submitted/, refusing forged owners and times
+                                      (hand-ins of its language editions, ASSIGNMENT_fr/_zh, included)
   release-feedback ASSIGNMENT [--exchange DIR]   generate the feedback pages and release them to students
 
 Grader options: --grader sandbox (default: each submission in a bubblewrap sandbox, verdicts from the

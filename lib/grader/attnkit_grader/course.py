@@ -16,6 +16,8 @@ from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
+from . import editions as _editions
+
 CONFIG_NAME = "nbgrader_config.py"
 # nbgrader's own log lines go to this logger; it does not propagate, so they only reach the per-job
 # capture that nbgrader.utils.capture_log attaches (and from there the log files the pipeline writes).
@@ -65,12 +67,31 @@ class Course:
         """Where nbgrader keeps ``assignment`` (of ``student``, for per-student steps) at ``step``."""
         return Path(self._dirs.format_path(str(self.step_dir(step)), student, assignment))
 
-    def assignments(self):
-        """Names of the assignments in source/, sorted."""
+    def source_folders(self):
+        """Names of the assignment folders in source/ (graded assignments and their language editions)."""
         source = self.step_dir("source")
         if not source.is_dir():
             return []
         return sorted(p.name for p in source.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+    def assignments(self):
+        """Names of the graded assignments in source/, sorted (their language editions left out)."""
+        return _editions.graded_assignments(self.source_folders())
+
+    def editions(self, assignment):
+        """{language: folder name} of ``assignment`` in source/: 'en' (the graded notebook itself) first,
+        then each translation there (see :mod:`.editions`)."""
+        folders = set(self.source_folders())
+        found = {_editions.ENGLISH: assignment}
+        for language in _editions.LANGUAGES:
+            name = _editions.edition_name(assignment, language)
+            if name in folders:
+                found[language] = name
+        return found
+
+    def graded_name(self, name):
+        """(graded assignment, language) of a source, release or exchange name, or None if it is neither."""
+        return _editions.split(name, set(self.assignments()))
 
     def check_assignments(self, assignments):
         """Return ``assignments`` (all of source/ when empty) after checking each exists in source/."""

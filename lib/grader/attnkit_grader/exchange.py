@@ -17,8 +17,9 @@ refuses instead of warning:
   a ctime, and every write, rename or chmod moves it forward, so a backdated or postdated
   ``timestamp.txt``, or a hand-in changed after it was made, is refused.
 
-Of each student's accepted hand-ins the latest is copied into ``submitted/STUDENT/ASSIGNMENT/`` (replacing
-an older one there), with ``timestamp.txt`` rewritten from the file system's time: that is the time
+Hand-ins of the assignment's language editions (``ASSIGNMENT_fr``, ``ASSIGNMENT_zh``: the same notebook,
+translated; see :mod:`.editions`) are hand-ins of the assignment. Of each student's accepted hand-ins, in
+whatever language, the latest is copied into ``submitted/STUDENT/ASSIGNMENT/`` (replacing an older one there), with ``timestamp.txt`` rewritten from the file system's time: that is the time
 the grader's late penalty reads. Refused hand-ins stay in the exchange, listed with their reasons.
 
 ``release-feedback`` is ``nbgrader generate_feedback`` then ``nbgrader release_feedback``, with the two
@@ -57,6 +58,7 @@ class Handin:
 
     path: Path
     student: str = None                 # as the name says
+    edition: str = None                 # the assignment's name in the exchange: the graded one or a translation
     claimed: datetime.datetime = None   # the time in the name (UTC, naive)
     recorded: datetime.datetime = None  # the file system's time: latest ctime in the folder (UTC, naive)
     problems: list = field(default_factory=list)
@@ -78,7 +80,8 @@ class Collection:
     def text(self):
         lines = [f"{self.assignment}: {len(self.collected)} collected, {len(self.kept)} already collected, "
                  f"{len(self.refused)} refused"]
-        lines += [f"  collected {h.student} ({stamp(h.recorded)}) from {h.path.name}" for h in self.collected]
+        lines += [f"  collected {h.student} ({stamp(h.recorded)}{language(self.assignment, h.edition)}) from "
+                  f"{h.path.name}" for h in self.collected]
         lines += [f"  refused {h.path.name}: {'; '.join(h.problems)}" for h in self.refused]
         return "\n".join(lines)
 
@@ -93,6 +96,7 @@ def collect(course, assignment, exchange_root, tolerance=TOLERANCE, owner_name=N
     if tolerance < 0:
         raise ValueError(f"tolerance: expected seconds >= 0, got {tolerance}")
     course.check_assignments([assignment])
+    names = set(course.editions(assignment).values())
     inbound = Path(exchange_root) / course.course_id / "inbound"
     if not inbound.is_dir():
         raise FileNotFoundError(f"exchange: no inbound folder {inbound} (release an assignment first)")
@@ -101,9 +105,10 @@ def collect(course, assignment, exchange_root, tolerance=TOLERANCE, owner_name=N
     result = Collection(assignment)
     latest = {}
     for path in sorted(inbound.iterdir()):
-        if path.name.split("+")[1:2] != [assignment]:
+        edition = path.name.split("+")[1:2]
+        if not edition or edition[0] not in names:
             continue
-        handin = inspect(path, assignment, owner_name, tolerance)
+        handin = inspect(path, edition[0], owner_name, tolerance)
         if handin.accepted and handin.student not in enrolled:
             handin.problems.append(f"{handin.student} is not enrolled in the gradebook")
         if not handin.accepted:
@@ -157,7 +162,7 @@ def nbgrader_step(result, name):
 
 def inspect(path, assignment, owner_name, tolerance):
     """A :class:`Handin` for the folder ``path``, with every reason to refuse it in ``problems``."""
-    handin = Handin(Path(path))
+    handin = Handin(Path(path), edition=assignment)
     parts = handin.path.name.split("+")
     if len(parts) not in (3, 4) or parts[1] != assignment or not parts[0]:
         handin.problems.append(f"not an nbgrader hand-in name (STUDENT+{assignment}+TIME[+RANDOM])")
@@ -219,6 +224,11 @@ def copy_handin(handin, target):
     (staging / TIMESTAMP).write_text(stamp(handin.recorded), encoding="utf-8")
     remove(target)
     staging.rename(target)
+
+
+def language(assignment, edition):
+    """', LANG edition' for a hand-in of a language edition of ``assignment``, '' for the graded one itself."""
+    return f", {edition[len(assignment) + 1:]} edition" if edition and edition != assignment else ""
 
 
 def stamp(moment):

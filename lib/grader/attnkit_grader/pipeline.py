@@ -263,12 +263,11 @@ def class_list(roster, submissions):
 
 def sync_gradebook(course, assignments, scratch):
     """Record ``assignments`` from source/ in the gradebook; return warnings about release/ drift."""
-    release(course, assignments, release_dir=scratch)
     warnings = []
-    for assignment in assignments:
-        differences = compare_trees(course.assignment_dir("release", assignment), scratch / assignment)
+    for name in release(course, assignments, release_dir=scratch):
+        differences = compare_trees(course.assignment_dir("release", name), scratch / name)
         if differences:
-            warnings.append(f"release/{assignment} is not what source/ generates today (students may hold an "
+            warnings.append(f"release/{name} is not what source/ generates today (students may hold an "
                             f"older version): {'; '.join(differences)}")
     return warnings
 
@@ -313,7 +312,9 @@ def place(course, submissions, student, assignment, released, copy=True, toleran
         record.status = "rejected"
         record.issues = [f"{name} is larger than {runner.MAX_NOTEBOOK_BYTES // 2**20} MiB" for name in huge]
     else:
-        issues = check_submission(original, released, course.assignment_dir("source", assignment))
+        translations = [released.parent / name for language, name in course.editions(assignment).items()
+                        if name != assignment]
+        issues = check_submission(original, released, course.assignment_dir("source", assignment), translations)
         if tolerant and any(issue.fatal for issue in issues) and runnable(original, released):
             issues = [Issue(f"{issue.reason} (graded anyway: its cells could be read)") if issue.fatal else issue
                       for issue in issues]

@@ -34,11 +34,13 @@ class Issue:
         return self.reason
 
 
-def check_submission(submission_dir, release_dir, source_dir=None):
+def check_submission(submission_dir, release_dir, source_dir=None, editions=()):
     """Issues of the submission in ``submission_dir`` against the released assignment in ``release_dir``.
 
     ``source_dir`` (the instructor's version, optional) is a second accepted version of read-only cells:
-    test cells there may hold hidden tests the release does not show.
+    test cells there may hold hidden tests the release does not show. ``editions``: release folders of the
+    assignment's language editions (same notebook names); an answer left as any of them released is
+    unanswered.
     Returns a list of :class:`Issue` (empty when all is well). Never raises for a bad submission;
     raises FileNotFoundError when ``release_dir`` holds no notebook (a broken course, not a bad student).
     """
@@ -50,24 +52,29 @@ def check_submission(submission_dir, release_dir, source_dir=None):
         return [Issue(f"nothing handed in (no folder {submission_dir.name}/)", fatal=True)]
     issues = []
     for released in expected:
-        versions = [released] + ([Path(source_dir) / released.name] if source_dir else [])
-        issues += check_notebook(submission_dir / released.name, [p for p in versions if p.is_file()])
+        translated = [Path(folder) / released.name for folder in editions]
+        source = Path(source_dir) / released.name if source_dir else None
+        issues += check_notebook(submission_dir / released.name, [released] + [p for p in translated if p.is_file()],
+                                 source if source and source.is_file() else None)
     if any(issue.fatal for issue in issues):
         return issues
     return issues + check_files(submission_dir, release_dir)
 
 
-def check_notebook(path, versions):
-    """Issues of the notebook at ``path``; ``versions`` are the instructor's notebooks it may match."""
+def check_notebook(path, releases, source=None):
+    """Issues of the notebook at ``path``; ``releases``: the released notebooks it may start from (the
+    graded one first, then its language editions); ``source``: the instructor's notebook, or None."""
     if not path.is_file():
         return [missing_notebook(path)]
     notebook, problem = read_notebook(path)
     if problem:
         return [Issue(problem, fatal=True)]
-    originals = [nbformat.read(version, as_version=4) for version in versions]
-    remarks = cell_changes(notebook, originals, path.name) + answer_remarks(notebook, originals[0], path.name)
-    if len(originals) > 1:
-        remarks += copy_remarks(notebook, originals[0], originals[1], path.name)
+    released = [nbformat.read(version, as_version=4) for version in releases]
+    instructor = nbformat.read(source, as_version=4) if source else None
+    remarks = (cell_changes(notebook, released + [instructor] * bool(instructor), path.name)
+               + answer_remarks(notebook, released, path.name))
+    if instructor is not None:
+        remarks += copy_remarks(notebook, released[0], instructor, path.name)
     return [Issue(reason) for reason in remarks]
 
 
@@ -145,13 +152,16 @@ def cell_changes(notebook, originals, name):
     return remarks
 
 
-def answer_remarks(notebook, released, name):
-    """Remarks on the answers: none changed since the release, or code naming the reference solutions."""
-    original = nbgrader_cells(released)
+def answer_remarks(notebook, releases, name):
+    """Remarks on the answers: none changed since the release (in any of the ``releases``, the language
+    editions), or code naming the reference solutions."""
+    versions = [nbgrader_cells(released) for released in releases]
+    original = versions[0]
     submitted = nbgrader_cells(notebook)
     answers = [g for g, cell in original.items() if is_solution(cell)]
     remarks = []
-    if answers and all(g in submitted and submitted[g].source == original[g].source for g in answers):
+    if answers and all(g in submitted and any(submitted[g].source == v[g].source for v in versions if g in v)
+                       for g in answers):
         remarks.append(f"{name}: no answer changed since the release (nothing attempted?)")
     for number, cell in enumerate(notebook.cells, start=1):
         grade_id = grade_id_of(cell)

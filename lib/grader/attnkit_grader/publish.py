@@ -75,7 +75,7 @@ PyTorch. Everything runs on a laptop CPU in seconds.
 | folder | what |
 | --- | --- |
 | `course/` | the four lectures, executed, in English; `course/fr/` in French, `course/zh/` in Chinese |
-| `release/` | the graded assignments (`ps1_learnable_pe`, `ps2_relative_pe`) |
+| `release/` | the graded assignments (`ps1_learnable_pe`, `ps2_relative_pe`), and each in French (`_fr`) and Chinese (`_zh`) |
 | `lib/attnkit/` | `attnkit`, the small library the lectures and assignments import |
 
 ## Install once
@@ -89,10 +89,10 @@ With conda (also what Binder uses):
 or with pip, in a virtual environment (Python 3.10 or newer):
 
     python -m venv .venv
-    .venv/bin/pip install -c constraints.txt ".[notebooks]" jupyterlab-language-pack-fr-FR jupyterlab-language-pack-zh-CN
+    .venv/bin/pip install -c constraints.txt ".[notebooks]"
     PATH=".venv/bin:$PATH" sh postBuild
 
-(the last two packages put JupyterLab itself in French or Chinese; see "Languages" below). The Chinese
+(JupyterLab's French and Chinese language packs come with it; see "Languages" below). The Chinese
 lectures label their figures in Chinese: conda installs a font for them (`font-ttf-noto-cjk`); with pip, on
 Debian or Ubuntu, `sudo apt-get install fonts-noto-cjk`.
 
@@ -113,7 +113,12 @@ grading, on inputs you never see; the visible ones are there to tell you early w
 
 The lectures exist in English (`course/`), French (`course/fr/`) and Chinese (`course/zh/`), under the same
 file names: the code is the same program in every language; the text, the comments and the figures' labels
-are translated. The assignments are in English for now.
+are translated. Each assignment comes in the three languages too: `release/ps1_learnable_pe/` (English),
+`release/ps1_learnable_pe_fr/` (French), `release/ps1_learnable_pe_zh/` (Chinese), and the same for
+`ps2_relative_pe`; on a course's JupyterHub, *Assignment List* offers the three. Work in one of them and
+hand in that one: they are the same assignment, graded by the same checks for the same points, whichever
+language you choose (the checks' own messages are in English). If you hand in twice, in two languages, the
+later hand-in counts.
 
 JupyterLab itself speaks French and Chinese too (its language packs are installed above): in the menu bar,
 *Settings → Language*, then *French (France) - Français (France)* or *Chinese (Simplified, China) - 中文 (简体,

@@ -46,6 +46,7 @@ class Release:
     order: list                   # every grade_id of the release, in order
     expected: dict                # {grade_id: cell_type} for the runner's remarks
     solutions: dict               # {grade_id: (cell_type, source)} of the answer cells as released
+    translated: dict = None       # {grade_id: [(cell_type, source)]} the same in the language editions
 
     @classmethod
     def read(cls, course, assignment):
@@ -71,7 +72,7 @@ class Release:
                 kind = "test" if not is_solution(cell) and cell.cell_type == "code" else "written"
                 cells.append((grade_id, kind, float(cell.metadata.nbgrader.get("points", 0)), source_of(cell)))
         release = cls(assignment, names[0], data, notebook, cells, locked, order, runner.expected_cells(notebook),
-                      solutions)
+                      solutions, translated_answers(course, assignment, names[0]))
         release.check_judges()
         return release
 
@@ -137,11 +138,27 @@ class Release:
             if grade_id and grade_id not in submitted:
                 submitted[grade_id] = cell
         answered = {}
-        for grade_id, (cell_type, source) in self.solutions.items():
+        for grade_id, released in self.solutions.items():
             cell = submitted.get(grade_id)
-            answered[grade_id] = cell is not None and not (
-                source_of(cell) == source and cell.get("cell_type") == cell_type)
+            as_released = [released, *(self.translated or {}).get(grade_id, [])]
+            answered[grade_id] = cell is not None and (cell.get("cell_type"), source_of(cell)) not in as_released
         return answered
+
+
+def translated_answers(course, assignment, name):
+    """{grade_id: [(cell_type, source)]} of the answer cells as released in ``assignment``'s language
+    editions (release/ASSIGNMENT_LANG/NAME.ipynb, those that exist): a student of that edition who leaves
+    one as it came has not answered it."""
+    found = {}
+    for language, folder in course.editions(assignment).items():
+        path = course.assignment_dir("release", folder) / f"{name}.ipynb"
+        if folder == assignment or not path.is_file():
+            continue
+        for raw in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            cell = nbformat.from_dict(raw)
+            if grade_id_of(cell) and is_solution(cell):
+                found.setdefault(grade_id_of(cell), []).append((cell.cell_type, source_of(cell)))
+    return found
 
 
 # --- one submission -------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The release step: student versions of the assignments, generated from source/ by nbgrader.
 
 :func:`release` is ``nbgrader generate_assignment --force`` for each assignment (it also records the
-assignment, its notebooks and its grade cells in the gradebook). :func:`drift` regenerates in a temporary
+assignment, its notebooks and its grade cells in the gradebook) and for each of its language editions
+(outside the gradebook). :func:`drift` regenerates in a temporary
 copy of the course and lists how the committed release/ differs from what source/ gives today.
 """
 
@@ -10,6 +11,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from . import editions
 from .course import CONFIG_NAME, Course
 from .precheck import relative_files
 
@@ -19,29 +21,39 @@ class NbgraderError(RuntimeError):
 
 
 def release(course, assignments=(), release_dir=None, database=True):
-    """Run generate_assignment (forced) for ``assignments`` (default: all in source/).
+    """Run generate_assignment (forced) for ``assignments`` (default: all graded ones in source/) and their
+    language editions.
 
+    The English notebook goes into the gradebook; each edition (source/ASSIGNMENT_LANG/) is generated
+    without it, with nbgrader's answer stubs in its language (see :mod:`.editions`).
     ``release_dir`` redirects the output (e.g. a temporary folder) instead of the course's release/;
-    ``database=False`` leaves the gradebook alone. Returns the list of assignments generated.
+    ``database=False`` leaves the gradebook alone. Returns the list of folders generated.
     """
     assignments = course.check_assignments(assignments)
-    overrides = {} if database else {"GenerateAssignment.no_database": True, "SaveCells.enabled": False}
+    base = {} if database else {"GenerateAssignment.no_database": True, "SaveCells.enabled": False}
     if release_dir is not None:
-        overrides["CourseDirectory.release_directory"] = str(Path(release_dir).resolve())
-    api = course.api(**overrides)
+        base["CourseDirectory.release_directory"] = str(Path(release_dir).resolve())
+    generated = []
     for assignment in assignments:
-        result = api.generate_assignment(assignment, force=True, create=True)
-        if not result["success"]:
-            log = result.get("log", "") + result.get("error", "")
-            raise NbgraderError(f"nbgrader generate_assignment {assignment} failed:\n{log}")
-    return assignments
+        for language, name in course.editions(assignment).items():
+            overrides = dict(base)
+            if language != editions.ENGLISH:
+                overrides.update({"GenerateAssignment.no_database": True, "SaveCells.enabled": False,
+                                  **editions.LANGUAGES[language].release_config()})
+            result = course.api(**overrides).generate_assignment(name, force=True, create=True)
+            if not result["success"]:
+                log = result.get("log", "") + result.get("error", "")
+                raise NbgraderError(f"nbgrader generate_assignment {name} failed:\n{log}")
+            generated.append(name)
+    return generated
 
 
 def drift(course, assignments=()):
-    """{assignment: [differences]} between the committed release/ and a fresh generation from source/.
+    """{folder: [differences]} between the committed release/ and a fresh generation from source/, for
+    ``assignments`` and their language editions.
 
     Works on a temporary copy (config and source/ only), so neither release/ nor the gradebook changes.
-    An assignment without differences maps to an empty list.
+    A folder without differences maps to an empty list.
     """
     assignments = course.check_assignments(assignments)
     with tempfile.TemporaryDirectory(prefix="attnkit-release-") as scratch:
@@ -49,9 +61,9 @@ def drift(course, assignments=()):
         shutil.copy2(course.root / CONFIG_NAME, copy / CONFIG_NAME)
         shutil.copytree(course.step_dir("source"), copy / course.step_dir("source").name)
         fresh = Course(copy)
-        release(fresh, assignments, database=False)
+        names = release(fresh, assignments, database=False)
         return {a: compare_trees(course.assignment_dir("release", a), fresh.assignment_dir("release", a))
-                for a in assignments}
+                for a in names}
 
 
 def compare_trees(committed, fresh):
