@@ -53,6 +53,16 @@ def checksum(cell):
     return compute_checksum(nbformat.from_dict({**cell, "source": "".join(cell["source"])}))
 
 
+def comparable_metadata(cell):
+    """The cell's metadata as they must be in every edition: all of them, but the checksum nbgrader records
+    for an answer cell as released (its translated text). nbgrader reads a locked cell's checksum from the
+    gradebook; an answer cell's only tells whether it was left unanswered."""
+    metadata = copy.deepcopy(cell.get("metadata", {}))
+    if not metadata.get("nbgrader", {}).get("locked"):
+        metadata.get("nbgrader", {}).pop("checksum", None)
+    return metadata
+
+
 def grader_cells_problems(english, translation):
     """Sentences on every cell the grader relies on that differs from the English one."""
     problems = []
@@ -64,9 +74,10 @@ def grader_cells_problems(english, translation):
         return problems
     for en, tr in zip((c for c in en_cells if nbgrader_meta(c)), (c for c in tr_cells if nbgrader_meta(c))):
         grade_id = nbgrader_meta(en)["grade_id"]
-        if en.get("metadata") != tr.get("metadata"):
+        if comparable_metadata(en) != comparable_metadata(tr):
             problems.append(f"cell '{grade_id}': its metadata differ from the English cell's (nbgrader's are the "
-                            f"grader's: copy them unchanged): {tr.get('metadata')} instead of {en.get('metadata')}")
+                            f"grader's: copy them unchanged): {comparable_metadata(tr)} instead of "
+                            f"{comparable_metadata(en)}")
         if nbgrader_meta(en).get("locked"):
             if en["source"] != tr["source"] or en["cell_type"] != tr["cell_type"]:
                 problems.append(f"cell '{grade_id}' is read-only: the grader runs the English one, so it must be "
@@ -100,7 +111,7 @@ def test_released_edition_has_the_english_grader_cells_and_its_own_stubs(assignm
         en_source, tr_source = "".join(en["source"]), "".join(tr["source"])
         assert not any(stub in tr_source for stub in ENGLISH_STUBS), (meta["grade_id"], tr_source)
         if en["cell_type"] == "code" and "YOUR CODE HERE" in en_source:
-            assert stubs.code_stub in tr_source, (meta["grade_id"], tr_source)
+            assert stubs.code_stub.splitlines()[0] in tr_source, (meta["grade_id"], tr_source)   # indented
         if en["cell_type"] == "markdown" and "YOUR ANSWER HERE" in en_source:
             assert stubs.text_stub in tr_source, (meta["grade_id"], tr_source)
 
