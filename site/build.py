@@ -3,10 +3,13 @@
     python site/build.py --mathjax node_modules/mathjax [--out build/site] [--languages en fr zh]
 
 One Sphinx build per language (conf.py beside this file), each in a tree of its own: OUT/en/, OUT/fr/,
-OUT/zh/, plus OUT/index.html to choose one (Sphinx builds in build/site-work/html/LANG/, which is copied). The pages of a language are staged first in build/site-src/LANG/:
-the home page (site/pages/LANG/index.md), the lectures (course/NAME.ipynb, course/fr/..., course/zh/...)
-and the assignments (release/NAME/NAME.ipynb, in English for every language for now). Notebooks are read,
-never executed. MathJax comes from the npm package given by --mathjax, copied into each language's _static/.
+OUT/zh/, plus OUT/index.html to choose one (Sphinx builds in build/site-work/html/LANG/, which is copied).
+The pages of a language are staged first in build/site-work/src/LANG/: the home page
+(site/pages/LANG/index.md), the lectures (course/NAME.ipynb, course/fr/..., course/zh/...) and the
+assignments in the language's edition (release/NAME/NAME.ipynb, release/NAME_fr/NAME.ipynb,
+release/NAME_zh/NAME.ipynb), each as assignments/NAME.ipynb: the same page names in every language.
+Notebooks are read, never executed. MathJax comes from the npm package given by --mathjax, copied into each
+language's _static/.
 Exit status 1 on any Sphinx warning or on a broken internal link or image (site/linkcheck.py).
 """
 
@@ -22,6 +25,7 @@ SITE = Path(__file__).resolve().parent
 ROOT = SITE.parent
 sys.path.insert(0, str(SITE))
 from linkcheck import check_site  # noqa: E402  (a module of this folder, not a package)
+from attnkit_grader.editions import edition_name, graded_assignments  # noqa: E402
 
 LANGUAGES = ("en", "fr", "zh")
 NAMES = {"en": "English", "fr": "Français", "zh": "中文"}
@@ -40,18 +44,28 @@ def copy_if_changed(source, target):
 
 
 def stage(language, staged):
-    """build/site-src/LANG/: the pages of one language, under the names its site uses; return the folder."""
+    """build/site-work/src/LANG/: the pages of one language, under the names its site uses; return the folder."""
     folder = staged / language
     wanted = {folder / "index.md": SITE / "pages" / language / "index.md"}
     lectures = ROOT / "course" if language == "en" else ROOT / "course" / language
     for lecture in sorted(lectures.glob("*.ipynb")):
         wanted[folder / "lectures" / lecture.name] = lecture
-    for assignment in sorted(p for p in (ROOT / "release").iterdir() if p.is_dir()):
-        wanted[folder / "assignments" / f"{assignment.name}.ipynb"] = assignment / f"{assignment.name}.ipynb"
     english = {p.name for p in (ROOT / "course").glob("*.ipynb")}
     here = {p.name for p in lectures.glob("*.ipynb")}
     if here != english:
         raise SystemExit(f"course/{language}/ has lectures {sorted(here)}, the English ones are {sorted(english)}")
+    # release/ holds each graded assignment (NAME/) and its editions (NAME_fr/, NAME_zh/); a page per assignment,
+    # under the same name in every language, showing the language's edition.
+    release = ROOT / "release"
+    missing = []
+    for name in graded_assignments(p.name for p in release.iterdir() if p.is_dir()):
+        edition = release / edition_name(name, language) / f"{name}.ipynb"
+        if not edition.is_file():
+            missing.append(str(edition.relative_to(ROOT)))
+        wanted[folder / "assignments" / f"{name}.ipynb"] = edition
+    if missing:
+        raise SystemExit(f"site: the {language} site has no edition of some assignments: {', '.join(missing)} "
+                         "missing (attnkit release writes them from source/)")
     for target, source in wanted.items():
         copy_if_changed(source, target)
     for stale in [p for p in folder.rglob("*") if p.is_file() and p not in wanted]:

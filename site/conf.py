@@ -1,8 +1,9 @@
 """Sphinx configuration of the course's website, one build per language (site/build.py runs them).
 
-site/build.py stages each language's pages under build/site-src/LANG/ (its home page from site/pages/LANG/,
-the lectures from course/ or course/LANG/, the assignments from release/) and calls sphinx-build with this
-folder as the configuration directory and SITE_LANGUAGE=LANG. The notebooks are read as committed, with
+site/build.py stages each language's pages under build/site-work/src/LANG/ (its home page from
+site/pages/LANG/, the lectures from course/ or course/LANG/, the assignments from the language's edition:
+release/NAME/, release/NAME_fr/ or release/NAME_zh/) and calls sphinx-build with this folder as the
+configuration directory and SITE_LANGUAGE=LANG. The notebooks are read as committed, with
 their outputs: myst-nb never executes them.
 """
 
@@ -10,6 +11,8 @@ import os
 import posixpath
 from pathlib import Path
 from urllib.parse import quote
+
+from attnkit_grader.editions import edition_name
 
 SITE = Path(__file__).resolve().parent
 LANGUAGE = os.environ.get("SITE_LANGUAGE", "en")
@@ -28,8 +31,8 @@ STRINGS = {
         "binder": "on Binder",
         "untested": "untested",
         "fetch_first": "after fetching it from Nbgrader → Assignment List",
-        "english_only": "",
         "languages": "Languages",
+        "more": "More",
     },
     "fr": {
         "project": "Cours sur l'attention",
@@ -38,8 +41,8 @@ STRINGS = {
         "binder": "sur Binder",
         "untested": "non testé",
         "fetch_first": "après l'avoir récupéré par Nbgrader → Assignment List",
-        "english_only": "Ce devoir n'existe qu'en anglais pour l'instant.",
         "languages": "Langues",
+        "more": "Plus",
     },
     "zh": {
         "project": "注意力机制课程",
@@ -48,8 +51,8 @@ STRINGS = {
         "binder": "在 Binder 上",
         "untested": "未经测试",
         "fetch_first": "需先通过 Nbgrader → Assignment List 获取",
-        "english_only": "本作业目前只有英文版。",
         "languages": "语言",
+        "more": "更多",
     },
 }
 TEXT = STRINGS[LANGUAGE]
@@ -65,7 +68,7 @@ nb_merge_streams = True
 myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
-smartquotes = False        # the text as its authors typed it (French quotes would hit the English assignments)
+smartquotes = False        # the text as its authors and translators typed it, quotes included
 suppress_warnings = ["mystnb.unknown_mime_type"]
 
 # MathJax 3 from the npm package, copied into _static/mathjax/ by site/build.py: no CDN at read time.
@@ -83,6 +86,7 @@ html_last_updated_fmt = None
 html_sidebars = {"**": []}                     # the header lists every page; no empty sidebar
 html_theme_options = {
     "header_links_before_dropdown": 4,
+    "header_dropdown_text": TEXT["more"],     # the theme's "More" has no French or Chinese translation
     "navbar_end": ["language-switch", "theme-switcher"],
     "article_header_end": ["launch-links"],
     "secondary_sidebar_items": ["page-toc"],
@@ -100,7 +104,7 @@ def _edition_path(pagename):
     if folder == "lectures" and name:
         return posixpath.join("course", "" if LANGUAGE == "en" else LANGUAGE, name + ".ipynb")
     if folder == "assignments" and name:
-        return f"release/{name}/{name}.ipynb"
+        return f"release/{edition_name(name, LANGUAGE)}/{name}.ipynb"       # the language's edition
     return None
 
 
@@ -110,7 +114,8 @@ def launch_links(pagename):
     if path is None:
         return []
     folder, _, name = pagename.partition("/")
-    hub_path = path if folder == "lectures" else f"{name}/{name}.ipynb"   # nbgrader fetches into ~/NAME/
+    # nbgrader fetches an assignment into ~/EDITION/ (NAME, NAME_fr or NAME_zh: the exchange's name of the edition)
+    hub_path = path if folder == "lectures" else f"{edition_name(name, LANGUAGE)}/{name}.ipynb"
     hub_note = TEXT["untested"] if folder == "lectures" else f"{TEXT['fetch_first']}; {TEXT['untested']}"
     return [(TEXT["hub"], f"{HUB_URL}/hub/user-redirect/lab/tree/{quote(hub_path)}", hub_note),
             (TEXT["binder"], f"{BINDER_URL}?urlpath={quote('lab/tree/' + path, safe='')}", TEXT["untested"])]
@@ -118,7 +123,7 @@ def launch_links(pagename):
 
 def language_switch(app, pagename):
     """[(code, name, href, current)]: the same page in every language, relative to this page."""
-    staged = Path(app.srcdir).parent                # build/site-src/, one folder per language
+    staged = Path(app.srcdir).parent                # build/site-work/src/, one folder per language
     up = "../" * (pagename.count("/") + 1)          # from build/site/LANG/PAGE.html to build/site/
     links = []
     for code, name in LANGUAGES.items():
@@ -132,7 +137,6 @@ def language_switch(app, pagename):
 def add_page_links(app, pagename, templatename, context, doctree):
     context["site_switch"] = language_switch(app, pagename)
     context["site_launch"] = launch_links(pagename)
-    context["site_english_only"] = bool(TEXT["english_only"]) and pagename.startswith("assignments/")
 
 
 def setup(app):

@@ -47,16 +47,21 @@ def test_link_check_passes_a_sound_site(tmp_path):
     assert check_site(tmp_path) == []
 
 
-@pytest.fixture
-def conf(monkeypatch):
-    """site/conf.py loaded as Sphinx would for the French site, with a hub and a Binder of the course's."""
-    monkeypatch.setenv("SITE_LANGUAGE", "fr")
+def _load_conf(monkeypatch, language):
+    """site/conf.py loaded as Sphinx would for the site in ``language``, with a hub and a Binder of the course's."""
+    monkeypatch.setenv("SITE_LANGUAGE", language)
     monkeypatch.setenv("SITE_HUB_URL", "https://hub.example.edu/")
     monkeypatch.setenv("SITE_BINDER_URL", "https://binder.example.edu/v2/gh/course/edition/HEAD")
-    spec = importlib.util.spec_from_file_location("site_conf", ROOT / "site" / "conf.py")
+    spec = importlib.util.spec_from_file_location(f"site_conf_{language}", ROOT / "site" / "conf.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture
+def conf(monkeypatch):
+    """site/conf.py for the French site."""
+    return _load_conf(monkeypatch, "fr")
 
 
 def test_launch_links_open_the_notebook_where_the_student_edition_holds_it(conf):
@@ -66,10 +71,46 @@ def test_launch_links_open_the_notebook_where_the_student_edition_holds_it(conf)
                           "?urlpath=lab%2Ftree%2Fcourse%2Ffr%2F01_self_attention.ipynb")
     assert hub_note == binder_note == "non testé"
     (_, hub_url, hub_note), (_, binder_url, _) = conf.launch_links("assignments/ps1_learnable_pe")
-    assert hub_url.endswith("/lab/tree/ps1_learnable_pe/ps1_learnable_pe.ipynb")     # where nbgrader fetches
+    # the French edition: where nbgrader fetches it on the hub, where the student edition holds it on Binder
+    assert hub_url.endswith("/lab/tree/ps1_learnable_pe_fr/ps1_learnable_pe.ipynb")
     assert "Assignment List" in hub_note
-    assert binder_url.endswith("release%2Fps1_learnable_pe%2Fps1_learnable_pe.ipynb")
+    assert binder_url.endswith("release%2Fps1_learnable_pe_fr%2Fps1_learnable_pe.ipynb")
     assert conf.launch_links("index") == []
+
+
+@pytest.mark.parametrize("language, edition", [("en", "ps2_relative_pe"), ("fr", "ps2_relative_pe_fr"),
+                                               ("zh", "ps2_relative_pe_zh")])
+def test_an_assignments_launch_links_open_the_languages_edition(monkeypatch, language, edition):
+    conf = _load_conf(monkeypatch, language)
+    (_, hub_url, _), (_, binder_url, _) = conf.launch_links("assignments/ps2_relative_pe")
+    assert hub_url == f"https://hub.example.edu/hub/user-redirect/lab/tree/{edition}/ps2_relative_pe.ipynb"
+    assert binder_url == ("https://binder.example.edu/v2/gh/course/edition/HEAD"
+                          f"?urlpath=lab%2Ftree%2Frelease%2F{edition}%2Fps2_relative_pe.ipynb")
+    assert conf.html_theme_options["header_dropdown_text"] == {"en": "More", "fr": "Plus", "zh": "更多"}[language]
+
+
+def test_each_language_stages_its_edition_of_the_assignments_under_the_same_name(tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location("site_build", ROOT / "site" / "build.py")   # not PyPI's build
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    for folder in ("course", "course/fr", "course/zh"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "01_lecture.ipynb").write_text(folder)
+    for name, edition in [("ps1_learnable_pe", "ps1_learnable_pe"), ("ps1_learnable_pe", "ps1_learnable_pe_fr"),
+                          ("ps1_learnable_pe", "ps1_learnable_pe_zh"), ("ps2_relative_pe", "ps2_relative_pe"),
+                          ("ps2_relative_pe", "ps2_relative_pe_fr")]:           # no Chinese edition of ps2
+        (tmp_path / "release" / edition).mkdir(parents=True)
+        (tmp_path / "release" / edition / f"{name}.ipynb").write_text(edition)
+    monkeypatch.setattr(build, "ROOT", tmp_path)
+    for language in ("en", "fr"):
+        staged = build.stage(language, tmp_path / "staged")
+        assert sorted(p.name for p in (staged / "assignments").iterdir()) == ["ps1_learnable_pe.ipynb",
+                                                                             "ps2_relative_pe.ipynb"]
+        for name in ("ps1_learnable_pe", "ps2_relative_pe"):
+            wanted = name if language == "en" else f"{name}_{language}"
+            assert (staged / "assignments" / f"{name}.ipynb").read_text() == wanted
+    with pytest.raises(SystemExit, match="release/ps2_relative_pe_zh/ps2_relative_pe.ipynb"):
+        build.stage("zh", tmp_path / "staged")
 
 
 def test_language_switch_links_the_same_page_or_the_home_page(conf, tmp_path):

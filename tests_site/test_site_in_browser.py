@@ -4,7 +4,8 @@ Run by ``make test-site`` after ``make site`` (it reads build/site/, or $SITE_DI
 127.0.0.1 and every request to any other host is refused and reported: pages must render offline. For each
 language, the home page and one lecture: the language switch leads to the same page in the other languages,
 every figure of the notebook is an image the browser decoded, every formula was typeset by MathJax with no
-TeX left over, and the lecture links to the course's JupyterHub and to Binder. Screenshots:
+TeX left over, and the lecture links to the course's JupyterHub and to Binder; and one assignment, shown in
+the language's own edition (release/NAME_LANG/), whose launch links open that edition. Screenshots:
 build/site-artifacts/.
 """
 
@@ -24,6 +25,8 @@ CHROMIUM = os.environ.get("ATTNKIT_CHROMIUM", "/usr/bin/chromium")
 HUB_URL = os.environ.get("SITE_HUB_URL", "http://localhost:8000").rstrip("/")
 LANGUAGES = {"en": ROOT / "course", "fr": ROOT / "course" / "fr", "zh": ROOT / "course" / "zh"}
 LECTURE = "03_positional_encoding"      # figures, inline and display formulas
+ASSIGNMENT = "ps2_relative_pe"         # formulas; its edition in each language: release/NAME[_LANG]/
+MORE = {"en": "More", "fr": "Plus", "zh": "更多"}   # the header's menu of the pages it has no room for
 
 
 class _Quiet(SimpleHTTPRequestHandler):
@@ -135,6 +138,9 @@ def test_home_page_lists_the_lectures_and_switches_language(page, server, langua
         assert f"{server}/{language}/lectures/{lecture.stem}.html" in listed, lecture.name
     for assignment in ("ps1_learnable_pe", "ps2_relative_pe"):
         assert f"{server}/{language}/assignments/{assignment}.html" in listed, assignment
+    more = page.locator(".navbar-header-items button[aria-controls^='pst-nav-more-links']")
+    assert more.count() == 1 and more.is_visible() and more.inner_text().strip() == MORE[language], \
+        more.all_inner_texts()
 
 
 @pytest.mark.parametrize("language", list(LANGUAGES))
@@ -173,15 +179,31 @@ def test_a_lecture_shows_its_figures_and_typeset_formulas(page, server, language
         assert heading(page) == title_of(LANGUAGES[other] / f"{LECTURE}.ipynb")
 
 
-def test_an_assignment_page_says_it_is_in_english_in_the_other_languages(page, server):
-    for language in LANGUAGES:
-        page.goto(f"{server}/{language}/assignments/ps2_relative_pe.html")
-        wait_for_mathjax(page)
-        page.screenshot(path=str(ARTIFACTS / f"{language}-ps2_relative_pe.png"))
-        notes = page.locator(".site-english-only").count()
-        assert notes == (0 if language == "en" else 1), (language, notes)
-        assert page.locator("article mjx-container").count() > 0
-        text = page.inner_text("article")
+@pytest.mark.parametrize("language", list(LANGUAGES))
+def test_an_assignment_page_shows_the_languages_edition(page, server, language):
+    edition = ASSIGNMENT if language == "en" else f"{ASSIGNMENT}_{language}"
+    notebook = ROOT / "release" / edition / f"{ASSIGNMENT}.ipynb"
+    page.goto(f"{server}/{language}/assignments/{ASSIGNMENT}.html")
+    wait_for_mathjax(page)
+    page.screenshot(path=str(ARTIFACTS / f"{language}-{ASSIGNMENT}.png"))
+    assert heading(page) == title_of(notebook)
+    assert page.locator("article mjx-container").count() > 0
+    assert page.locator("article mjx-merror").count() == 0, "MathJax reported a TeX error"
+    text = page.inner_text("article")
+    leftovers = [marker for marker in ("$$", "\\(", "\\[", "\\frac") if marker in text]
+    assert not leftovers, f"TeX left untypeset on the page: {leftovers}"
+    if language == "en":
         assert '"' in text and "«" not in text, "the English text typeset with French quotes"
-        launch = page.eval_on_selector_all(".site-launch a", "links => links.map(a => a.href)")
-        assert launch[0] == f"{HUB_URL}/hub/user-redirect/lab/tree/ps2_relative_pe/ps2_relative_pe.ipynb"
+
+    launch = page.eval_on_selector_all(".site-launch a", "links => links.map(a => a.href)")
+    # on the hub, nbgrader fetches the edition into ~/EDITION/; on Binder, it is in the student edition's release/
+    assert launch[0] == f"{HUB_URL}/hub/user-redirect/lab/tree/{edition}/{ASSIGNMENT}.ipynb", launch
+    assert "binder" in launch[1] and f"release%2F{edition}%2F{ASSIGNMENT}.ipynb" in launch[1], launch
+
+    links, current = language_switch(page)
+    assert current == [language] and set(links) == set(LANGUAGES) - {language}
+    for other, href in links.items():
+        assert href == f"{server}/{other}/assignments/{ASSIGNMENT}.html", (other, href)
+        page.goto(href)
+        assert heading(page) == title_of(ROOT / "release" / (ASSIGNMENT if other == "en" else f"{ASSIGNMENT}_{other}")
+                                          / f"{ASSIGNMENT}.ipynb")
