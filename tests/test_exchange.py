@@ -197,6 +197,8 @@ def test_the_command_exits_1_when_something_was_refused_and_names_bad_arguments(
     assert "exchange: not given" in capsys.readouterr().err
     assert cli.main(root + ["collect", "ps9", "--exchange", str(exchange)]) == 2
     assert "assignments: ['ps9'] not in" in capsys.readouterr().err
+    assert cli.main(root + ["collect", f"{PS1}_zh", "--exchange", str(exchange)]) == 2
+    assert f"{PS1}_zh is the zh edition of {PS1}, graded, released and collected as {PS1}" in capsys.readouterr().err
     assert cli.main(root + ["collect", PS1, "--exchange", str(tmp_path / "nowhere")]) == 2
     assert "exchange: no inbound folder" in capsys.readouterr().err
     with pytest.raises(SystemExit):

@@ -100,6 +100,11 @@ class Course:
             if not known:
                 raise FileNotFoundError(f"assignments: {self.step_dir('source')} holds no assignment folder")
             return known
+        editions = {a: self.graded_name(a) for a in assignments if a not in known and self.graded_name(a)}
+        if editions:
+            raise ValueError("assignments: " + "; ".join(
+                f"{a} is the {language} edition of {graded}, graded, released and collected as {graded}"
+                for a, (graded, language) in editions.items()))
         unknown = [a for a in assignments if a not in known]
         if unknown:
             raise ValueError(f"assignments: {unknown} not in {self.step_dir('source')} (known: {known})")
