@@ -22,7 +22,7 @@
 
 Users (demo passwords, change them for a real course): instructor / attention-instructor and
 student1..3 / attention-student1..3. The instructor's course folder is ~instructor/attention-kit (the
-repository's source/, release/ and nbgrader_config.py), 0700 like every home here. Setup releases both
+repository's source/, translations/, release/ and nbgrader_config.py), 0700 like every home here. Setup releases both
 assignments to the exchange, each in English, French and Chinese (ps1_learnable_pe, ps1_learnable_pe_fr, ...). Nothing run by start needs the network.
 """
 
@@ -257,7 +257,7 @@ def exchange(reset):
 
 
 def instructor_course(reset):
-    """~instructor/attention-kit: source/, release/, nbgrader_config.py; the students enrolled, both assignments
+    """~instructor/attention-kit: source/, translations/, release/, nbgrader_config.py; the students enrolled, both assignments
     released to the exchange; the instructor's own nbgrader config and extensions."""
     user = INSTRUCTOR
     home = Path(pwd.getpwnam(user).pw_dir)
@@ -266,7 +266,7 @@ def instructor_course(reset):
         shutil.rmtree(course)
     if not course.exists():
         course.mkdir()
-        for name in ("source", "release"):
+        for name in ("source", "translations", "release"):
             shutil.copytree(REPO / name, course / name,
                             ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
         shutil.copy2(REPO / "nbgrader_config.py", course / "nbgrader_config.py")

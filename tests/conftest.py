@@ -18,11 +18,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def copy_course(root):
-    """Make ``root`` a course folder like the repository's: nbgrader_config.py, source/ and release/."""
+    """Make ``root`` a course folder like the repository's: nbgrader_config.py, source/, translations/ (the
+    assignments' language editions) and release/."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     shutil.copy2(ROOT / "nbgrader_config.py", root)
-    for folder in ("source", "release"):
+    for folder in ("source", "translations", "release"):
         shutil.copytree(ROOT / folder, root / folder)
     return root
 

@@ -1,4 +1,4 @@
-"""The assignments' language editions (source/ASSIGNMENT_fr/, _zh/) are the graded assignment, translated.
+"""The assignments' language editions (translations/ASSIGNMENT_fr/, _zh/) are the graded assignment, translated.
 
 What a translation may change, and what the grader relies on (see attnkit_grader.editions for how the
 editions map onto nbgrader):
@@ -15,7 +15,7 @@ editions map onto nbgrader):
   `attnkit release`), and nowhere in English.
 
 When the English assignment changes, this test names each edition cell that no longer matches: the
-translator redoes it in source/ASSIGNMENT_LANG/, then `attnkit release` regenerates release/. The slow test
+translator redoes it in translations/ASSIGNMENT_LANG/, then `attnkit release` regenerates release/. The slow test
 at the bottom builds the example class from each edition's release and grades it: the same scores as the
 English class (tests/fixtures/example_class/expected_scores.json).
 """
@@ -30,18 +30,23 @@ import pytest
 from nbgrader.utils import compute_checksum
 import nbformat
 
-from attnkit_grader.editions import LANGUAGES, graded_assignments
+from attnkit_grader.editions import LANGUAGES, TRANSLATIONS
 from test_translations import drift
 
 ROOT = Path(__file__).resolve().parents[1]
-ASSIGNMENTS = graded_assignments(p.name for p in (ROOT / "source").iterdir() if p.is_dir())
+ASSIGNMENTS = sorted(p.name for p in (ROOT / "source").iterdir() if p.is_dir())
 EDITIONS = [(a, language) for a in ASSIGNMENTS for language in LANGUAGES]
 ENGLISH_STUBS = ("YOUR CODE HERE", "YOUR ANSWER HERE")
 
 
 def notebook(step, assignment, language=None):
-    folder = f"{assignment}_{language}" if language else assignment
-    return json.loads((ROOT / step / folder / f"{assignment}.ipynb").read_text(encoding="utf-8"))
+    """The notebook of ``assignment`` at ``step`` ('source': the instructor's, translations/ for an edition;
+    'release'), in English or in ``language``."""
+    if language:
+        folder = ROOT / (TRANSLATIONS if step == "source" else step) / f"{assignment}_{language}"
+    else:
+        folder = ROOT / step / assignment
+    return json.loads((folder / f"{assignment}.ipynb").read_text(encoding="utf-8"))
 
 
 def nbgrader_meta(cell):
@@ -96,7 +101,7 @@ def assert_edition_matches(english, translation, where):
 @pytest.mark.parametrize("assignment, language", EDITIONS, ids=[f"{a}_{lang}" for a, lang in EDITIONS])
 def test_source_edition_is_the_english_assignment_translated(assignment, language):
     assert_edition_matches(notebook("source", assignment), notebook("source", assignment, language),
-                           f"source/{assignment}_{language}")
+                           f"{TRANSLATIONS}/{assignment}_{language}")
 
 
 @pytest.mark.parametrize("assignment, language", EDITIONS, ids=[f"{a}_{lang}" for a, lang in EDITIONS])
@@ -118,7 +123,7 @@ def test_released_edition_has_the_english_grader_cells_and_its_own_stubs(assignm
 
 def test_every_assignment_has_every_edition():
     for assignment, language in EDITIONS:
-        for step in ("source", "release"):
+        for step in (TRANSLATIONS, "release"):
             path = ROOT / step / f"{assignment}_{language}" / f"{assignment}.ipynb"
             assert path.is_file(), f"{path.relative_to(ROOT)} is missing"
 

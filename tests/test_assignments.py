@@ -20,15 +20,16 @@ import pytest
 
 from attnkit.checking import CellScoredZero
 
-from attnkit_grader.editions import graded_assignments, split
+from attnkit_grader.editions import TRANSLATIONS, split
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = sorted(p.name for p in (ROOT / "source").iterdir() if p.is_dir())   # with the language editions
-ASSIGNMENTS = graded_assignments(FOLDERS)                                   # the graded ones
+ASSIGNMENTS = sorted(p.name for p in (ROOT / "source").iterdir() if p.is_dir())
 SOURCE = [ROOT / "source" / a / f"{a}.ipynb" for a in ASSIGNMENTS]
 RELEASE = [ROOT / "release" / a / f"{a}.ipynb" for a in ASSIGNMENTS]
-# Every edition's notebook bears the graded assignment's name: source/ps1_learnable_pe_fr/ps1_learnable_pe.ipynb
-EVERY_SOURCE = [ROOT / "source" / f / f"{split(f, ASSIGNMENTS)[0]}.ipynb" for f in FOLDERS]
+# With the language editions (translations/ps1_learnable_pe_fr/ps1_learnable_pe.ipynb: the graded name)
+FOLDERS = sorted(ASSIGNMENTS + [p.name for p in (ROOT / TRANSLATIONS).iterdir() if p.is_dir()])
+EVERY_SOURCE = [ROOT / ("source" if f in ASSIGNMENTS else TRANSLATIONS) / f / f"{split(f, ASSIGNMENTS)[0]}.ipynb"
+                for f in FOLDERS]
 EVERY_RELEASE = [ROOT / "release" / f / f"{split(f, ASSIGNMENTS)[0]}.ipynb" for f in FOLDERS]
 REGION = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS)\n(.*?)### END \1", re.S)
 SECRETS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "attnkit.solutions", "attnkit_assignments",
@@ -55,6 +56,7 @@ def test_release_matches_a_fresh_generation(tmp_path):
     generate_assignment, each language edition with its stubs); the committed release/ must equal them."""
     shutil.copy2(ROOT / "nbgrader_config.py", tmp_path)
     shutil.copytree(ROOT / "source", tmp_path / "source")
+    shutil.copytree(ROOT / TRANSLATIONS, tmp_path / TRANSLATIONS)
     code = subprocess.run([sys.executable, "-m", "attnkit_grader", "--root", str(tmp_path), "-q", "release"],
                           capture_output=True, text=True, env=dict(os.environ, PATH=os.path.dirname(sys.executable)
                                                                     + os.pathsep + os.environ.get("PATH", "")))

@@ -58,7 +58,8 @@ def test_nothing_an_instructor_keeps_is_inside(edition):
         text = path.read_bytes().decode("utf-8", "replace")
         leaked = [secret for secret in SECRETS if secret in text]
         assert not leaked, f"{path.relative_to(edition)} holds {leaked}"
-    assert not any(part in ("source", "grader", "tests", "submitted", "autograded", "feedback", "grades")
+    assert not any(part in ("source", "translations", "grader", "tests", "submitted", "autograded", "feedback",
+                            "grades")
                    for p in edition.rglob("*") for part in p.relative_to(edition).parts)
     assert not list(edition.rglob("gradebook.db")) and not list(edition.rglob("nbgrader_config.py"))
     for lecture in (edition / "course").glob("*.ipynb"):           # lectures send students to release/

@@ -67,25 +67,24 @@ class Course:
         """Where nbgrader keeps ``assignment`` (of ``student``, for per-student steps) at ``step``."""
         return Path(self._dirs.format_path(str(self.step_dir(step)), student, assignment))
 
-    def source_folders(self):
-        """Names of the assignment folders in source/ (graded assignments and their language editions)."""
+    def assignments(self):
+        """Names of the assignments in source/, sorted."""
         source = self.step_dir("source")
         if not source.is_dir():
             return []
         return sorted(p.name for p in source.iterdir() if p.is_dir() and not p.name.startswith("."))
 
-    def assignments(self):
-        """Names of the graded assignments in source/, sorted (their language editions left out)."""
-        return _editions.graded_assignments(self.source_folders())
+    def translations_dir(self):
+        """Where the assignments' language editions live (instructor versions): translations/ASSIGNMENT_LANG/."""
+        return self.root / _editions.TRANSLATIONS
 
     def editions(self, assignment):
-        """{language: folder name} of ``assignment`` in source/: 'en' (the graded notebook itself) first,
-        then each translation there (see :mod:`.editions`)."""
-        folders = set(self.source_folders())
+        """{language: folder name} of ``assignment``: 'en' (the graded notebook in source/) first, then each
+        translation in translations/ (see :mod:`.editions`)."""
         found = {_editions.ENGLISH: assignment}
         for language in _editions.LANGUAGES:
             name = _editions.edition_name(assignment, language)
-            if name in folders:
+            if (self.translations_dir() / name).is_dir():
                 found[language] = name
         return found
 

@@ -1,10 +1,12 @@
 """Language editions of an assignment: one graded assignment, handed out in several languages.
 
 The English notebook in ``source/ASSIGNMENT/`` is the graded assignment. A language edition is the same
-notebook translated, in ``source/ASSIGNMENT_LANG/`` under the same file name (LANG: a key of
-:data:`LANGUAGES`). Its prose, the comments of its answer cells and its written questions are translated;
-every cell the grader relies on (the read-only setup cells and the test cells, hidden tests included) is
-byte for byte the English cell, so nbgrader's checksums match (``tests/test_assignment_editions.py``).
+notebook translated, in ``translations/ASSIGNMENT_LANG/`` under the same file name (LANG: a key of
+:data:`LANGUAGES`): beside nbgrader's source/, not in it, because the formgrader lists every folder of
+source/ as an assignment to generate. Its prose, the comments of its answer cells and its written
+questions are translated; every cell the grader relies on (the read-only setup cells and the test cells,
+hidden tests included) is byte for byte the English cell, so nbgrader's checksums match
+(``tests/test_assignment_editions.py``).
 
 How the editions map onto nbgrader:
 
@@ -43,6 +45,7 @@ class Language:
 
 
 ENGLISH = "en"
+TRANSLATIONS = "translations"       # the editions' instructor notebooks, beside nbgrader's source/
 LANGUAGES = {
     "fr": Language("Français", "# VOTRE CODE ICI" + CODE_STUB_TAIL, "VOTRE RÉPONSE ICI"),
     "zh": Language("中文", "# 请在此处编写代码" + CODE_STUB_TAIL, "请在此处作答"),
@@ -70,8 +73,8 @@ def split(name, graded):
 
 
 def graded_assignments(folders):
-    """The graded assignments among the source folder names ``folders``: every folder that is not an edition
-    of another folder there."""
+    """The graded assignments among folder names (e.g. release/'s): every folder that is not an edition of
+    another folder there."""
     folders = set(folders)
     return sorted(name for name in folders
                   if not (name.rpartition("_")[2] in LANGUAGES and name.rpartition("_")[0] in folders))

@@ -24,7 +24,7 @@ def release(course, assignments=(), release_dir=None, database=True):
     """Run generate_assignment (forced) for ``assignments`` (default: all graded ones in source/) and their
     language editions.
 
-    The English notebook goes into the gradebook; each edition (source/ASSIGNMENT_LANG/) is generated
+    The English notebook goes into the gradebook; each edition (translations/ASSIGNMENT_LANG/) is generated
     without it, with nbgrader's answer stubs in its language (see :mod:`.editions`).
     ``release_dir`` redirects the output (e.g. a temporary folder) instead of the course's release/;
     ``database=False`` leaves the gradebook alone. Returns the list of folders generated.
@@ -39,6 +39,7 @@ def release(course, assignments=(), release_dir=None, database=True):
             overrides = dict(base)
             if language != editions.ENGLISH:
                 overrides.update({"GenerateAssignment.no_database": True, "SaveCells.enabled": False,
+                                  "CourseDirectory.source_directory": editions.TRANSLATIONS,
                                   **editions.LANGUAGES[language].release_config()})
             result = course.api(**overrides).generate_assignment(name, force=True, create=True)
             if not result["success"]:
@@ -52,7 +53,7 @@ def drift(course, assignments=()):
     """{folder: [differences]} between the committed release/ and a fresh generation from source/, for
     ``assignments`` and their language editions.
 
-    Works on a temporary copy (config and source/ only), so neither release/ nor the gradebook changes.
+    Works on a temporary copy (config, source/ and translations/ only), so neither release/ nor the gradebook changes.
     A folder without differences maps to an empty list.
     """
     assignments = course.check_assignments(assignments)
@@ -60,6 +61,8 @@ def drift(course, assignments=()):
         copy = Path(scratch)
         shutil.copy2(course.root / CONFIG_NAME, copy / CONFIG_NAME)
         shutil.copytree(course.step_dir("source"), copy / course.step_dir("source").name)
+        if course.translations_dir().is_dir():
+            shutil.copytree(course.translations_dir(), copy / editions.TRANSLATIONS)
         fresh = Course(copy)
         names = release(fresh, assignments, database=False)
         return {a: compare_trees(course.assignment_dir("release", a), fresh.assignment_dir("release", a))
