@@ -220,3 +220,24 @@ def test_an_editions_blank_notebook_is_reported_unanswered(editions_graded):
         for assignment in ASSIGNMENTS:
             issues = run.submissions[f"blank_{language}", assignment].issues
             assert any("no answer changed since the release" in issue for issue in issues), (language, issues)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_the_chinese_edition_runs_with_nothing_on_stderr(assignment, tmp_path):
+    """The Chinese edition's instructor notebook (its answers, visible and hidden tests, the experiment's
+    figure labelled in Chinese) runs from a fresh kernel without writing to stderr: no missing-glyph
+    warning from matplotlib, and the graded cells print nothing there for a right answer."""
+    from nbclient import NotebookClient
+
+    path = ROOT / TRANSLATIONS / f"{assignment}_zh" / f"{assignment}.ipynb"
+    notebook = nbformat.read(path, as_version=4)
+    NotebookClient(notebook, timeout=120, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    stderr = [(cell.metadata.get("nbgrader", {}).get("grade_id"), "".join(output.get("text", "")))
+              for cell in notebook.cells if cell.cell_type == "code"
+              for output in cell.outputs if output.get("name") == "stderr" or output.output_type == "error"]
+    assert not stderr, stderr
+    figures = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs
+               if "image/png" in o.get("data", {})]
+    assert figures or assignment != "ps1_learnable_pe", "the experiment's figure was not drawn"
