@@ -104,9 +104,10 @@ submit, when your course runs a JupyterHub) and the *Validate* button.
     jupyter lab
 
 Open a lecture in `course/` and run it top to bottom (*Run → Run All Cells*). For an assignment, open
-`release/ASSIGNMENT/ASSIGNMENT.ipynb` (or fetch it from *Assignment List* if your course hands it out
-there), write your code where it says `YOUR CODE HERE`, and run the test cells: each check prints `ok` or
-`FAIL` with what to fix. *Validate* runs the whole notebook as the grader will. Hidden checks run only at
+`release/ASSIGNMENT/ASSIGNMENT.ipynb` (`release/ASSIGNMENT_fr/...` in French, `_zh` in Chinese; or fetch it
+from *Assignment List* if your course hands it out there), write your code where it says `YOUR CODE HERE`
+(`VOTRE CODE ICI`, `请在此处编写代码`), and run the test cells: each check prints `ok` or `FAIL` with what
+to fix. *Validate* runs the whole notebook as the grader will. Hidden checks run only at
 grading, on inputs you never see; the visible ones are there to tell you early what is wrong.
 
 ## Languages
