@@ -1,5 +1,7 @@
-"""Shared pytest setup: plots without a display, fixture notebooks kept out of collection, course copies."""
+"""Shared pytest setup: plots without a display, fixture notebooks kept out of collection, course copies,
+the example class's generator."""
 
+import importlib.util
 import os
 import shutil
 from pathlib import Path
@@ -15,6 +17,15 @@ matplotlib.use("Agg")
 collect_ignore = ["fixtures"]
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def example_class_generator():
+    """tests/fixtures/make_example_class.py as a module (it is a script, not a package)."""
+    spec = importlib.util.spec_from_file_location("make_example_class",
+                                                  ROOT / "tests" / "fixtures" / "make_example_class.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def copy_course(root):

@@ -21,7 +21,6 @@ English class (tests/fixtures/example_class/expected_scores.json).
 """
 
 import copy
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -31,6 +30,7 @@ from nbgrader.utils import compute_checksum
 import nbformat
 
 from attnkit_grader.editions import LANGUAGES, TRANSLATIONS
+from conftest import copy_course, example_class_generator
 from test_translations import drift
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -171,22 +171,13 @@ def test_changed_code_in_an_answer_cell_is_drift_but_translated_comments_are_not
 
 # ------------------------------------------------- every edition's class gets the English class's scores
 
-def load_fixture_generator():
-    spec = importlib.util.spec_from_file_location("make_example_class",
-                                                  ROOT / "tests" / "fixtures" / "make_example_class.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def editions_graded(tmp_path_factory, sandboxes):
     """The example class built from each edition's release and source (students STUDENT_fr, STUDENT_zh),
     graded in one `attnkit grade` run on a copy of the course: (run, expected scores)."""
-    from conftest import copy_course
     from attnkit_grader import Course, grade
 
-    generator = load_fixture_generator()
+    generator = example_class_generator()
     root = copy_course(tmp_path_factory.mktemp("editions"))
     submissions = root / "handed_in"
     for language in LANGUAGES:
@@ -241,3 +232,22 @@ def test_the_chinese_edition_runs_with_nothing_on_stderr(assignment, tmp_path):
     figures = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs
                if "image/png" in o.get("data", {})]
     assert figures or assignment != "ps1_learnable_pe", "the experiment's figure was not drawn"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_an_answer_left_as_any_edition_released_it_is_unanswered(assignment):
+    """The sandboxed grader scores a written answer left as released 0 ("No response") and sends the others to
+    the manual grader: an edition's own released text counts as left, in every language."""
+    from attnkit_grader import Course
+    from attnkit_grader.release_cells import Release
+
+    release = Release.read(Course(ROOT), assignment)
+    for language in (None, *LANGUAGES):
+        blank = notebook("release", assignment, language)
+        answered = release.answers(json.dumps(blank).encode())
+        assert answered and not any(answered.values()), (language, answered)
+        written = next(c for c in blank["cells"] if (nbgrader_meta(c) or {}).get("solution")
+                       and c["cell_type"] == "markdown")
+        written["source"] = "".join(written["source"]) + "\nMa réponse."
+        answered = release.answers(json.dumps(blank).encode())
+        assert [g for g, yes in answered.items() if yes] == [nbgrader_meta(written)["grade_id"]], language

@@ -6,7 +6,6 @@ first on PATH because nbgrader calls the ``alembic`` executable when it creates 
 """
 
 import filecmp
-import importlib.util
 import json
 import os
 import re
@@ -19,6 +18,7 @@ import nbformat
 import pytest
 
 from attnkit.checking import CellScoredZero
+from conftest import example_class_generator
 
 from attnkit_grader.editions import TRANSLATIONS, split
 
@@ -160,17 +160,9 @@ def test_test_cells_follow_the_house_rules(path, capsys):
         assert capsys.readouterr().err == ""
 
 
-def load_fixture_generator():
-    spec = importlib.util.spec_from_file_location("make_example_class",
-                                                  ROOT / "tests" / "fixtures" / "make_example_class.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_example_class_is_up_to_date(tmp_path):
     """The committed submissions are what the generator makes from today's release/ and source/."""
-    generator = load_fixture_generator()
+    generator = example_class_generator()
     generator.write_class(tmp_path)
     committed = ROOT / "tests" / "fixtures" / "example_class"
     mismatch = []
@@ -186,7 +178,7 @@ def test_example_class_is_up_to_date(tmp_path):
 
 
 def test_expected_scores_cover_every_autograded_cell():
-    generator = load_fixture_generator()
+    generator = example_class_generator()
     expected = json.loads((ROOT / "tests" / "fixtures" / "example_class" / "expected_scores.json").read_text())
     for assignment, source in zip(ASSIGNMENTS, SOURCE):
         cells = {c.metadata.nbgrader["grade_id"]: c.metadata.nbgrader["points"]

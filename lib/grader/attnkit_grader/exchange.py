@@ -19,8 +19,9 @@ refuses instead of warning:
 
 Hand-ins of the assignment's language editions (``ASSIGNMENT_fr``, ``ASSIGNMENT_zh``: the same notebook,
 translated; see :mod:`.editions`) are hand-ins of the assignment. Of each student's accepted hand-ins, in
-whatever language, the latest is copied into ``submitted/STUDENT/ASSIGNMENT/`` (replacing an older one there), with ``timestamp.txt`` rewritten from the file system's time: that is the time
-the grader's late penalty reads. Refused hand-ins stay in the exchange, listed with their reasons.
+whatever language, the latest is copied into ``submitted/STUDENT/ASSIGNMENT/`` (replacing an older one
+there), with ``timestamp.txt`` rewritten from the file system's time: that is the time the grader's late
+penalty reads. Refused hand-ins stay in the exchange, listed with their reasons.
 
 ``release-feedback`` is ``nbgrader generate_feedback`` then ``nbgrader release_feedback``, with the two
 files nbgrader's release step reads from each feedback folder (``timestamp.txt`` and

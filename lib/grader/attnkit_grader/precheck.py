@@ -54,7 +54,8 @@ def check_submission(submission_dir, release_dir, source_dir=None, editions=()):
     for released in expected:
         translated = [Path(folder) / released.name for folder in editions]
         source = Path(source_dir) / released.name if source_dir else None
-        issues += check_notebook(submission_dir / released.name, [released] + [p for p in translated if p.is_file()],
+        releases = [released] + [p for p in translated if p.is_file()]
+        issues += check_notebook(submission_dir / released.name, releases,
                                  source if source and source.is_file() else None)
     if any(issue.fatal for issue in issues):
         return issues
@@ -71,8 +72,8 @@ def check_notebook(path, releases, source=None):
         return [Issue(problem, fatal=True)]
     released = [nbformat.read(version, as_version=4) for version in releases]
     instructor = nbformat.read(source, as_version=4) if source else None
-    remarks = (cell_changes(notebook, released + [instructor] * bool(instructor), path.name)
-               + answer_remarks(notebook, released, path.name))
+    versions = released + ([instructor] if instructor is not None else [])
+    remarks = cell_changes(notebook, versions, path.name) + answer_remarks(notebook, released, path.name)
     if instructor is not None:
         remarks += copy_remarks(notebook, released[0], instructor, path.name)
     return [Issue(reason) for reason in remarks]

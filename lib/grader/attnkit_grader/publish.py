@@ -11,8 +11,8 @@ It holds what a student needs and nothing an instructor keeps:
   It switches off, through nbgrader's documented switches, the instructor's extensions (Formgrader,
   Create Assignment, Course List), leaving Assignment List and Validate;
 - ``README.md``: how to install, open the lectures, work on and validate an assignment.
-Never: ``source/`` and ``translations/`` (solutions, hidden tests), ``lib/grader`` (the grader, the reference solutions),
-``tests/`` (fixtures built from the solutions), the gradebook, submissions or reports.
+Never: ``source/`` and ``translations/`` (solutions, hidden tests), ``lib/grader`` (the grader, the
+reference solutions), ``tests/`` (fixtures built from the solutions), the gradebook, submissions or reports.
 """
 
 import shutil

@@ -6,7 +6,7 @@ and points, the read-only cells put back into every submission, the answer cells
 """
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import nbformat
 from nbgrader.utils import is_grade, is_locked, is_solution
@@ -46,7 +46,7 @@ class Release:
     order: list                   # every grade_id of the release, in order
     expected: dict                # {grade_id: cell_type} for the runner's remarks
     solutions: dict               # {grade_id: (cell_type, source)} of the answer cells as released
-    translated: dict = None       # {grade_id: [(cell_type, source)]} the same in the language editions
+    translated: dict = field(default_factory=dict)   # {grade_id: [(cell_type, source)]} the same, per edition
 
     @classmethod
     def read(cls, course, assignment):
@@ -140,7 +140,7 @@ class Release:
         answered = {}
         for grade_id, released in self.solutions.items():
             cell = submitted.get(grade_id)
-            as_released = [released, *(self.translated or {}).get(grade_id, [])]
+            as_released = [released, *self.translated.get(grade_id, [])]
             answered[grade_id] = cell is not None and (cell.get("cell_type"), source_of(cell)) not in as_released
         return answered
 

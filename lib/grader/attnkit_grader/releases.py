@@ -2,8 +2,8 @@
 
 :func:`release` is ``nbgrader generate_assignment --force`` for each assignment (it also records the
 assignment, its notebooks and its grade cells in the gradebook) and for each of its language editions
-(outside the gradebook). :func:`drift` regenerates in a temporary
-copy of the course and lists how the committed release/ differs from what source/ gives today.
+(outside the gradebook). :func:`drift` regenerates in a temporary copy of the course and lists how the
+committed release/ differs from what source/ and translations/ give today.
 """
 
 import json
@@ -21,8 +21,8 @@ class NbgraderError(RuntimeError):
 
 
 def release(course, assignments=(), release_dir=None, database=True):
-    """Run generate_assignment (forced) for ``assignments`` (default: all graded ones in source/) and their
-    language editions.
+    """Run generate_assignment (forced) for ``assignments`` (default: all in source/) and their language
+    editions.
 
     The English notebook goes into the gradebook; each edition (translations/ASSIGNMENT_LANG/) is generated
     without it, with nbgrader's answer stubs in its language (see :mod:`.editions`).
@@ -53,8 +53,8 @@ def drift(course, assignments=()):
     """{folder: [differences]} between the committed release/ and a fresh generation from source/, for
     ``assignments`` and their language editions.
 
-    Works on a temporary copy (config, source/ and translations/ only), so neither release/ nor the gradebook changes.
-    A folder without differences maps to an empty list.
+    Works on a temporary copy (config, source/ and translations/ only), so neither release/ nor the gradebook
+    changes. A folder without differences maps to an empty list.
     """
     assignments = course.check_assignments(assignments)
     with tempfile.TemporaryDirectory(prefix="attnkit-release-") as scratch:
