@@ -2,7 +2,7 @@
 
   release [ASSIGNMENT...] [--check]   student versions from source/, language editions included
                                       (--check: report drift, exit 1 if any)
-  grade ASSIGNMENT... --submissions DIR [--students CSV] [--reports DIR] [GRADER OPTIONS]
+  grade ASSIGNMENT... [--submissions DIR] [--students CSV] [--reports DIR] [GRADER OPTIONS]
   demo [--reports DIR] [GRADER OPTIONS]   grade the bundled example class in the kit's repository
   publish OUT [--force]               the student edition: lectures, released assignments, student package
   collect ASSIGNMENT [--exchange DIR] nbgrader's exchange -> submitted/, refusing forged owners and times
@@ -10,7 +10,9 @@
   release-feedback ASSIGNMENT [--exchange DIR]   generate the feedback pages and release them to students
 
 Grader options: --grader sandbox (default: each submission in a bubblewrap sandbox, verdicts from the
-trusted judges, a pool of --workers N, resumable) or --grader nbgrader (plain nbgrader autograde);
+trusted judges, a pool of --workers N, resumable; on the course's hub, sandboxes start through the door of
+attnkit_grader.isolation.door, so the instructor grades as themselves) or --grader nbgrader (plain nbgrader
+autograde; refused where a door is configured);
 --fresh ignores the journal of an earlier run; --show-tests puts the visible test cells in the feedback.
 
 Exit status: 0 done (bad submissions are reported, they do not fail the run), 1 release drift or a
@@ -46,8 +48,9 @@ def parser():
 
     run = commands.add_parser("grade", help="enrol, pre-check, autograde, feedback, export and report")
     run.add_argument("assignments", nargs="+", metavar="ASSIGNMENT")
-    run.add_argument("--submissions", type=Path, required=True, metavar="DIR",
-                     help="folder of STUDENT/ASSIGNMENT/ folders (only read)")
+    run.add_argument("--submissions", type=Path, metavar="DIR",
+                     help="folder of STUDENT/ASSIGNMENT/ folders (only read; default: the course's submitted/, "
+                          "where collect puts them)")
     run.add_argument("--students", type=Path, metavar="CSV", help="class list CSV with an 'id' column (nbgrader's format)")
     run.add_argument("--reports", type=Path, metavar="DIR", help="where the reports go (default: COURSE/grades)")
     grader_options(run)
@@ -131,7 +134,8 @@ def run_release(args):
 
 def run_grade(args):
     course = Course(args.root or Path.cwd())
-    show(grade(course, args.assignments, args.submissions, args.students, args.reports, **options(args)))
+    submissions = args.submissions or course.step_dir("submitted")
+    show(grade(course, args.assignments, submissions, args.students, args.reports, **options(args)))
     return 0
 
 

@@ -38,6 +38,7 @@ from attnkit_sandbox import runner
 
 from .autograders.base import Job, NbgraderAutograder
 from .course import Course
+from .isolation import door
 from . import similarity
 from .files import remove
 from .precheck import Issue, check_submission
@@ -170,6 +171,9 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
 def make_autograder(grader, course, reports_dir, workers=None, fresh=False, show_tests=False):
     """'sandbox': the sandboxed parallel grader writing into ``reports_dir``; 'nbgrader': plain nbgrader."""
     if grader == "nbgrader":
+        if door.configured():
+            raise ValueError("grader: on this machine submissions are graded only in the sandbox (attnkit grade's "
+                             "default); plain nbgrader would run students' code unsandboxed, as you")
         return NbgraderAutograder(course)
     if grader != "sandbox":
         raise ValueError(f"grader: expected one of {GRADERS}, got {grader!r}")

@@ -1,7 +1,7 @@
 """The sandboxed, parallel, resumable autograder: :class:`SandboxAutograder`.
 
 For each submission (one student's notebook of one assignment), in a pool of worker threads of the
-grading process, each driving its own sandbox under its own uid (:func:`worker_uid`):
+grading process, each driving its own sandbox under its own uid (:mod:`..isolation.slots`):
 
 1. a scratch folder under the grader's output folder (``OUTPUT/work/ASSIGNMENT/STUDENT``) gets a copy
    of the notebook as handed in, with every read-only cell (setup and test cells) put back as the
@@ -9,9 +9,12 @@ grading process, each driving its own sandbox under its own uid (:func:`worker_u
    never sees a hidden test, source/ or a reference solution;
 2. the trusted inputs ``judges.make_inputs(assignment, seed)``, with a seed derived from the course
    id, the assignment and the student (so a parallel and a sequential run give the same grades);
-3. ``notebook_run.run_notebook`` runs the cells, then the probes, in bubblewrap with resource limits.
-   A run that dies in a cell (crash, wall clock, output flood, a cell ignoring its timeout) is run
-   again without that cell (at most ``retries`` times), so the rest of the notebook still counts.
+3. ``notebook_run.run_notebook`` runs the cells, then the probes, in bubblewrap with resource limits:
+   started by this process (as root, or in a user namespace), or, where a door is configured (the course's
+   hub: ``attnkit`` there runs as the instructor), by a root door process of the worker's own, asked with
+   data only (:mod:`..isolation.door`). A run that dies in a cell (crash, wall clock, output flood, a cell
+   ignoring its timeout) is run again without that cell (at most ``retries`` times), so the rest of the
+   notebook still counts.
 
 Then, in the main thread only: the judge decides every check from the probe outputs
 (``judges.judge``), the feedback page is written, the scores go into the gradebook through nbgrader's
@@ -29,7 +32,6 @@ stale nbgrader feedback/ pages) of the graded submissions; submitted/ is only re
 
 import concurrent.futures
 import dataclasses
-import fcntl
 import hashlib
 import json
 import logging
@@ -37,7 +39,6 @@ import os
 import queue
 import re
 import shutil
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -56,7 +57,7 @@ from attnkit_sandbox import channel
 from .. import autograded_notebook, feedback, files, judging
 from ..files import remove
 from ..course import NBGRADER_LOGGER
-from ..isolation import bwrap, notebook_run, staging
+from ..isolation import bwrap, door, notebook_run, slots, staging
 from ..isolation.limits import Limits, worker_uid
 from ..journal import Journal
 from ..judging import engine as judges
@@ -187,8 +188,10 @@ class SandboxAutograder(Autograder):
     writes_feedback = True
 
     def __init__(self, course, output_dir, workers=None, limits=None, cell_timeout=None, fresh=False,
-                 show_tests=False, key=None, retries=RETRIES):
-        bwrap.check_available()
+                 show_tests=False, key=None, retries=RETRIES, door_program=None):
+        self.door_program = door_program or door.configured()
+        if self.door_program is None:
+            bwrap.check_available()
         self.course = course
         self.output_dir = Path(output_dir).resolve()
         self.workers = max(1, int(workers or os.cpu_count() or 1))
@@ -205,6 +208,7 @@ class SandboxAutograder(Autograder):
             self.journal.start_afresh()
         self.releases = {}
         self.box = None
+        self.doors = {}
 
     # --- setting up --------------------------------------------------------------------------------------
     def release(self, assignment):
@@ -253,12 +257,21 @@ class SandboxAutograder(Autograder):
         (self.logs_dir / f"{assignment}--{student}.run.json").unlink(missing_ok=True)
 
     def start_sandbox(self):
-        if self.box is None:
+        """Stage the packages once for this batch's sandboxes (a door stages its own)."""
+        if self.box is None and self.door_program is None:
             public = self.work_dir / "public"
             public.mkdir(parents=True, exist_ok=True)
             os.chmod(public, 0o755)
             self.box = bwrap.Sandbox(staging.stage_packages(public), self.limits)
         return self.box
+
+    def launcher(self, slot):
+        """What runs worker ``slot``'s sandboxes: the batch's Sandbox, or that worker's session with the door."""
+        if self.door_program is None:
+            return self.box
+        if slot not in self.doors:
+            self.doors[slot] = door.Door(self.door_program, self.limits)
+        return self.doors[slot]
 
     # --- the batch -------------------------------------------------------------------------------------------
     def run(self, jobs):
@@ -279,19 +292,21 @@ class SandboxAutograder(Autograder):
         if not todo:
             return
         self.start_sandbox()
-        claimed = claim_slots(min(self.workers, len(todo)))
-        slots = queue.Queue()
+        count = min(self.workers, len(todo))
+        # the door chooses each sandbox's uid itself; here a slot is only a worker's door session
+        claimed = slots.claim(count) if self.door_program is None else [(n, None) for n in range(count)]
+        free = queue.Queue()
         for slot, _ in claimed:
-            slots.put(slot)
+            free.put(slot)
 
         def work(plan):
-            slot = slots.get()
+            slot = free.get()
             try:
                 return self.run_one(plan, slot)
             finally:
-                slots.put(slot)
+                free.put(slot)
 
-        with concurrent.futures.ThreadPoolExecutor(max_workers=slots.qsize(),
+        with concurrent.futures.ThreadPoolExecutor(max_workers=free.qsize(),
                                                    thread_name_prefix="attnkit-grader") as pool:
             futures = {pool.submit(work, plan): plan for plan in todo}
             try:
@@ -320,7 +335,11 @@ class SandboxAutograder(Autograder):
                 for future in futures:
                     future.cancel()
                 for _, handle in claimed:
-                    handle.close()
+                    if handle is not None:
+                        handle.close()
+                for session in self.doors.values():
+                    session.close()
+                self.doors.clear()
 
     def run_one(self, plan, slot):
         """In a worker thread: the notebook in a sandbox (again without a cell that killed the run)."""
@@ -339,7 +358,7 @@ class SandboxAutograder(Autograder):
         skipped = []
         try:
             while True:
-                result = notebook_run.run_notebook(self.box, prepared, scratch, assignment=job.assignment, inputs=inputs,
+                result = notebook_run.run_notebook(self.launcher(slot), prepared, scratch, assignment=job.assignment, inputs=inputs,
                                               limits=limits, expected=release.expected,
                                               cell_timeout=self.cell_timeout, skip=[n for n, _ in skipped])
                 cell = dying_cell(result)
@@ -471,31 +490,6 @@ class SandboxAutograder(Autograder):
                 if penalty is not None:
                     notebook.late_submission_penalty = min(max(float(penalty), 0.0), notebook.score)
         gradebook.db.commit()
-
-
-def claim_slots(count, limit=1000):
-    """[(slot, lock file)]: ``count`` worker slots no other grading batch on this machine holds.
-
-    Each slot is a sandbox uid (worker_uid); RLIMIT_NPROC counts all processes of a uid, so two
-    batches running at once must not share one. A slot is held by an flock, released when the file is
-    closed or the process ends (even by kill -9).
-    """
-    folder = Path(tempfile.gettempdir()) / "attnkit-sandbox-slots"
-    folder.mkdir(mode=0o755, exist_ok=True)
-    claimed = []
-    for slot in range(limit):
-        handle = open(folder / f"{slot}.lock", "a")
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.close()
-            continue
-        claimed.append((slot, handle))
-        if len(claimed) == count:
-            return claimed
-    for _, handle in claimed:
-        handle.close()
-    raise RuntimeError(f"no {count} free sandbox slots among {limit} (see {folder})")
 
 
 def read_timestamp(folder):

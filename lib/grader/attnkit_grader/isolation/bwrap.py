@@ -280,6 +280,10 @@ class Sandbox:
                 f"--nproc={limits.processes}", f"--fsize={limits.file_size}", f"--nofile={limits.open_files}",
                 "--core=0", "--"]
 
+    def launch(self, job, scratch_dir, limits=None):
+        """The notebook runner's ``job`` (a :class:`~.notebook_run.RunnerJob`) over ``scratch_dir``: a SandboxResult."""
+        return self.run(job.argv(), scratch_dir, limits)
+
     def run(self, argv, scratch_dir, limits=None):
         """Run ``argv`` in a sandbox over ``scratch_dir``; returns a SandboxResult, never raises for the command.
 

@@ -1,4 +1,12 @@
-"""One notebook, end to end in a sandbox: the runner's command line, its report, and the reason a run ended."""
+"""One notebook, end to end in a sandbox: the runner's job, its report, and the reason a run ended.
+
+The work is split where the privileges are: :func:`prepare` writes the scratch folder and
+:func:`interpret` reads what came back, both in the grading process; in between a *launcher* runs the
+runner over that folder. The launcher is either a :class:`~.bwrap.Sandbox` (this process starts
+bubblewrap itself: as root, or with user namespaces) or a :class:`~.door.Door` (a root process started
+through sudo takes the folder's files and the :class:`RunnerJob` as data, and answers with the
+sandbox's result). Both have ``launch(job, scratch_dir, limits) -> SandboxResult`` and ``limits``.
+"""
 
 import json
 import shutil
@@ -8,6 +16,9 @@ from pathlib import Path
 from attnkit_sandbox import channel, runner
 
 from .bwrap import CHANNEL, SCRATCH, SandboxResult, human
+
+# What a scratch folder may hold when a run starts (the runner's inputs), each written by the grading process.
+SCRATCH_FILES = (runner.NOTEBOOK, channel.INPUTS_NPZ, channel.INPUTS_JSON, runner.EXPECTED)
 
 
 @dataclass
@@ -20,15 +31,50 @@ class NotebookRun:
     out_dir: Path
 
 
+@dataclass(frozen=True)
+class RunnerJob:
+    """What the runner is asked to do besides reading the scratch folder: a name and numbers, no code.
+
+    ``probes``: a module other than ``attnkit_assignments.<assignment>.probes`` (tests only; a door refuses it).
+    """
+
+    assignment: str = None
+    cell_timeout: float = runner.CELL_TIMEOUT
+    grace: float = runner.STUCK_GRACE
+    skip: tuple = ()
+    probes: str = None
+
+    def argv(self):
+        """The runner's command line inside the sandbox."""
+        argv = ["python", "-m", "attnkit_sandbox.runner", SCRATCH, "--channel", CHANNEL,
+                "--cell-timeout", str(self.cell_timeout), "--grace", str(self.grace), "--reap"]
+        if self.assignment:
+            argv += ["--assignment", self.assignment]
+        if self.probes:
+            argv += ["--probes", self.probes]
+        if self.skip:
+            argv += ["--skip", ",".join(str(n) for n in self.skip)]
+        return argv
+
+
 def run_notebook(sandbox, notebook, scratch_dir, assignment=None, inputs=None, limits=None, probes=None,
                  expected=None, cell_timeout=runner.CELL_TIMEOUT, skip=(), grace=runner.STUCK_GRACE):
-    """Run ``notebook`` (a path) with the runner in ``sandbox``; files land in ``scratch_dir``/out.
+    """Run ``notebook`` (a path) with the runner through ``sandbox`` (a launcher, see the module's docstring);
+    the files it sends back land in ``scratch_dir``/out.
 
     ``inputs``: the probe inputs (channel.write_inputs); ``expected``: the release's {grade_id: cell_type}
     (runner.expected_cells) for remarks on deleted and retyped cells; ``probes``: a module other than
     attnkit_assignments.<assignment>.probes (it must be importable in the sandbox); ``skip``: cell numbers not to run;
     ``grace``: seconds a cell may ignore its timeout before the runner ends itself.
     """
+    scratch_dir = prepare(scratch_dir, notebook, inputs, expected)
+    job = RunnerJob(assignment, float(cell_timeout), float(grace), tuple(int(n) for n in skip), probes)
+    result = sandbox.launch(job, scratch_dir, limits or sandbox.limits)
+    return interpret(result, scratch_dir, assignment, cell_timeout)
+
+
+def prepare(scratch_dir, notebook, inputs=None, expected=None):
+    """The scratch folder of one run: a copy of ``notebook``, the probe inputs, the release's cell types."""
     if Path(notebook).is_symlink():
         raise ValueError(f"notebook: {notebook} is a symbolic link; copy the submission's own file")
     scratch_dir = Path(scratch_dir)
@@ -38,22 +84,18 @@ def run_notebook(sandbox, notebook, scratch_dir, assignment=None, inputs=None, l
         channel.write_inputs(scratch_dir, inputs)
     if expected is not None:
         (scratch_dir / runner.EXPECTED).write_text(json.dumps({"cells": expected}), encoding="utf-8")
-    argv = ["python", "-m", "attnkit_sandbox.runner", SCRATCH, "--channel", CHANNEL,
-            "--cell-timeout", str(cell_timeout), "--grace", str(grace), "--reap"]
-    if assignment:
-        argv += ["--assignment", assignment]
-    if probes:
-        argv += ["--probes", probes]
-    if skip:
-        argv += ["--skip", ",".join(str(n) for n in skip)]
-    limits = limits or sandbox.limits
-    result = sandbox.run(argv, scratch_dir, limits)
-    out_dir = scratch_dir / channel.OUT_DIR
+    return scratch_dir
+
+
+def interpret(result, scratch_dir, assignment, cell_timeout):
+    """The :class:`NotebookRun` of a finished run: the files it sent written to ``scratch_dir``/out, its
+    report read back as hostile (or rebuilt from its progress), and the one-line reason."""
+    out_dir = Path(scratch_dir) / channel.OUT_DIR
     if out_dir.exists():
         shutil.rmtree(out_dir)
     out_dir.mkdir()
     for name, data in result.files.items():
-        (out_dir / name).write_bytes(data)
+        (out_dir / channel.check_name(name, "result file")).write_bytes(data)
     report = channel.read_report(out_dir) if channel.REPORT_JSON in result.files else {}
     progress = channel.decode_jsonl(result.files.get(channel.PROGRESS_JSONL, b""))
     if not report:

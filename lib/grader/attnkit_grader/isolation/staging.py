@@ -11,13 +11,11 @@ What may enter is decided by these package boundaries, not by file names or by s
 
 import ast
 import compileall
+import importlib.util
 import logging
 import shutil
+import sys
 from pathlib import Path
-
-import attnkit
-import attnkit_assignments
-import attnkit_sandbox
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +33,9 @@ def stage_packages(dest):
     ``dest``/FONT_CACHE (see :func:`write_font_cache`).
     """
     dest = Path(dest)
-    for package in (attnkit, attnkit_sandbox):
-        _copy_package(Path(package.__file__).parent, dest / package.__name__)
-    root = Path(next(iter(attnkit_assignments.__path__)))
+    for package in ("attnkit", "attnkit_sandbox"):
+        _copy_package(package_dir(package), dest / package)
+    root = package_dir(ASSIGNMENTS)
     _copy_docstring_only(root / "__init__.py", dest / ASSIGNMENTS / "__init__.py")
     for folder in sorted(p for p in root.iterdir() if (p / PROBES / "__init__.py").is_file()):
         _copy_docstring_only(folder / "__init__.py", dest / ASSIGNMENTS / folder.name / "__init__.py")
@@ -48,6 +46,18 @@ def stage_packages(dest):
     dest.chmod(0o755)
     write_font_cache(dest / FONT_CACHE)
     return dest
+
+
+def package_dir(name):
+    """The folder of the installed package ``name``, found without importing it (the student package imports
+    torch, which the root side of a :mod:`.door` has no use for)."""
+    module = sys.modules.get(name)
+    if module is not None:
+        return Path(next(iter(module.__path__)))
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(f"package {name!r} is not installed")
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def _copy_package(source, target):
