@@ -6,13 +6,18 @@ course's hub, are in tests_browser/test_exchange_accounts.py (make test-browser,
 """
 
 import datetime
+import grp
+import json
 import logging
 import os
 import pwd
 import shutil
+import stat
+import sys
 
 import pytest
 from nbgrader.api import Gradebook
+from nbgrader.apps import NbGraderAPI
 from nbgrader.auth import Authenticator
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.exchange.default.fetch_feedback import ExchangeFetchFeedback
@@ -22,9 +27,9 @@ from traitlets.config import Config
 
 from attnkit_grader import cli
 from attnkit_grader.course import Course, use_venv_tools
-from attnkit_grader.exchange import TIMESTAMP, collect, read_time, stamp
+from attnkit_grader.exchange import RECORD, TIMESTAMP, collect, read_time, stamp
 
-from conftest import copy_course
+from conftest import ROOT, copy_course
 
 PS1 = "ps1_learnable_pe"
 ME = pwd.getpwuid(os.getuid()).pw_name
@@ -54,8 +59,9 @@ def course(template, tmp_path):
     return course, exchange, tmp_path
 
 
-def submit(tmp_path, exchange, course, student=None, assignment=PS1):
-    """nbgrader submit of the fetched ``assignment`` in tmp_path/home; returns the hand-in's folder in inbound."""
+def submit(tmp_path, exchange, course, student=None, assignment=PS1, factory=ExchangeSubmit):
+    """nbgrader submit (``factory``: its submit class) of the fetched ``assignment`` in tmp_path/home; returns
+    the hand-in's folder in inbound."""
     config = Config()
     config.Exchange.root = str(exchange)
     config.Exchange.cache = str(tmp_path / "cache")
@@ -65,8 +71,8 @@ def submit(tmp_path, exchange, course, student=None, assignment=PS1):
         config.CourseDirectory.student_id = student
     inbound = exchange / course.course_id / "inbound"
     before = set(inbound.iterdir())
-    app = ExchangeSubmit(coursedir=CourseDirectory(config=config), authenticator=Authenticator(config=config),
-                         config=config)
+    app = factory(coursedir=CourseDirectory(config=config), authenticator=Authenticator(config=config),
+                  config=config)
     app.assignment_dir = str(tmp_path / "home")
     app.start()
     (handin,) = set(inbound.iterdir()) - before
@@ -270,3 +276,99 @@ def test_a_handin_of_a_language_edition_is_collected_as_the_assignment_and_gets_
     result = collect(course, PS1, exchange)
     assert [h.path for h in result.collected] == [english]
     assert (submitted / f"{PS1}.ipynb").read_bytes() == (english / f"{PS1}.ipynb").read_bytes()
+
+
+def test_collect_records_the_edition_and_honours_nbgraders_collect_options(course):
+    """collect.json says where each collected submission came from; --student, --update (off: what is
+    already collected stays) and --before-duedate (the latest hand-in made by the due date) as in nbgrader."""
+    course, exchange, tmp_path = course
+    first = submit(tmp_path, exchange, course)
+    assert not collect(course, PS1, exchange, students={"someone_else"}).collected       # only that student
+    (collected,) = collect(course, PS1, exchange).collected
+    submitted = course.assignment_dir("submitted", PS1, ME)
+    record = json.loads((submitted / RECORD).read_text())
+    assert record == {"student": ME, "assignment": PS1, "edition": PS1, "language": "en", "handin": first.name,
+                      "time": (submitted / TIMESTAMP).read_text()}
+    second = submit(tmp_path, exchange, course)
+    kept = collect(course, PS1, exchange, update=False)
+    assert not kept.collected and [h.path for h in kept.kept] == [second]
+    assert json.loads((submitted / RECORD).read_text())["handin"] == first.name
+    with Gradebook(course.db_url, course.course_id) as gradebook:      # due when the first was made
+        gradebook.update_or_create_assignment(PS1, duedate=collected.recorded)
+    assert collect(course, PS1, exchange).collected[0].path == second
+    assert collect(course, PS1, exchange, before_duedate=True).collected[0].path == first     # the one in time
+    assert json.loads((submitted / RECORD).read_text())["handin"] == first.name
+
+
+def nbgrader_api(course, exchange, tmp_path, **classes):
+    """nbgrader's API as the Formgrader builds it, with the hub's plugins configured by class name."""
+    sys.path.insert(0, str(ROOT / "hub"))
+    config = exchange_config(tmp_path, exchange, course, "")
+    config.CourseDirectory.assignment_id = ""
+    for key, name in classes.items():
+        section, trait = key.split(".")
+        config[section][trait] = name
+    return NbGraderAPI(config=config)
+
+
+def test_the_formgraders_collect_goes_through_the_checks_and_names_each_refusal(course):
+    """The hub's CheckedCollect, called as the Formgrader's Collect button calls it: a hand-in made in
+    another's name is refused by name in the dialog's log and never reaches submitted/."""
+    course, exchange, tmp_path = course
+    honest = submit(tmp_path, exchange, course)
+    forged = submit(tmp_path, exchange, course, student="someone_else")
+    api = nbgrader_api(course, exchange, tmp_path, **{"ExchangeFactory.collect": "attnkit_hub.CheckedCollect"})
+    result = api.collect(PS1)
+    assert result["success"], result
+    assert "1 collected, 0 already collected, 1 refused" in result["log"]
+    assert f"[WARNING] refused {forged.name}, left in the exchange:" in result["log"]
+    assert f"[WARNING]     owned by {ME}, not by someone_else (the folder, " in result["log"]
+    assert json.loads((course.assignment_dir("submitted", PS1, ME) / RECORD).read_text())["handin"] == honest.name
+    assert not course.assignment_dir("submitted", PS1, "someone_else").exists()
+    wrong = api.collect(f"{PS1}_fr")
+    assert not wrong["success"] and f"collected as {PS1}" in wrong["log"]
+
+
+def test_the_formgraders_autograde_is_refused_before_nbgrader_touches_a_file(course):
+    """The hub's SandboxedGradingOnly stands where nbgrader's Autograde makes its exporter: the Autograde
+    button (and nbgrader autograde) fail with a message naming attnkit grade, and the autograded copy the
+    sandboxed grader wrote is still there."""
+    course, exchange, tmp_path = course
+    submit(tmp_path, exchange, course)
+    collect(course, PS1, exchange)
+    copy = course.assignment_dir("autograded", PS1, ME) / f"{PS1}.ipynb"
+    copy.parent.mkdir(parents=True)
+    copy.write_text("the sandboxed grader's copy")
+    api = nbgrader_api(course, exchange, tmp_path, **{"Autograde.exporter_class": "attnkit_hub.SandboxedGradingOnly"})
+    result = api.autograde(PS1, ME)
+    assert not result["success"]
+    assert f"attnkit grade {PS1}" in result["log"] and "unsandboxed" in result["log"], result["log"]
+    assert copy.read_text() == "the sandboxed grader's copy"
+
+
+@pytest.mark.parametrize("setgid", [True, False], ids=["private", "plain-exchange"])
+def test_the_hubs_submit_makes_a_handin_readable_by_its_author_and_the_inbounds_group_only(course, setgid):
+    """PrivateSubmit: in an inbound of the instructors' group with the setgid bit, every file of a hand-in is
+    0640 and every folder 0750, all of that group; elsewhere nbgrader's modes stay (with a warning), so the
+    instructor can still read the hand-in. (The students' own accounts: tests_browser.)"""
+    sys.path.insert(0, str(ROOT / "hub"))
+    import attnkit_hub
+    course, exchange, tmp_path = course
+    inbound = exchange / course.course_id / "inbound"
+    group = grp.getgrnam("nogroup" if "nogroup" in {g.gr_name for g in grp.getgrall()} else "users").gr_gid
+    if setgid:
+        os.chown(inbound, -1, group)
+        inbound.chmod(0o3733)
+    (tmp_path / "home" / PS1 / "data").mkdir()
+    (tmp_path / "home" / PS1 / "data" / "notes.txt").write_text("extra file")
+    handin = submit(tmp_path, exchange, course, factory=attnkit_hub.PrivateSubmit)
+    modes = {p.relative_to(handin).as_posix() or ".": (stat.S_IMODE(p.stat().st_mode), p.stat().st_gid)
+             for p in [handin, *handin.rglob("*")]}
+    assert {"timestamp.txt", "submission_secret.txt", f"{PS1}.ipynb", "data/notes.txt"} <= set(modes)
+    assert not (handin / ".copying").exists()
+    if setgid:
+        assert all(gid == group and mode in (0o640, 0o750) for mode, gid in modes.values()), modes
+        assert modes["."][0] == 0o750 and modes["timestamp.txt"][0] == 0o640
+    else:
+        assert modes["."][0] == 0o777 and modes["timestamp.txt"][0] == 0o644
+    assert [h.path for h in collect(course, PS1, exchange).collected] == [handin]

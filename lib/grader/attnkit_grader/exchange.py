@@ -30,6 +30,7 @@ grader's autograded copies hold only the notebook, so plain nbgrader would stop 
 """
 
 import datetime
+import json
 import logging
 import os
 import pwd
@@ -38,9 +39,10 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nbgrader.api import Gradebook
+from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.utils import parse_utc
 
+from . import editions
 from .course import use_venv_tools
 from .files import remove
 from .releases import NbgraderError
@@ -50,6 +52,7 @@ log = logging.getLogger(__name__)
 TIMESTAMP = "timestamp.txt"
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"     # nbgrader's own (Exchange.timestamp_format), in UTC
 SECRET = "submission_secret.txt"
+RECORD = "collect.json"                           # written by collect into each submission: see copy_handin
 TOLERANCE = 60.0                                  # seconds between nbgrader submit's clock and its last write
 
 
@@ -87,11 +90,15 @@ class Collection:
         return "\n".join(lines)
 
 
-def collect(course, assignment, exchange_root, tolerance=TOLERANCE, owner_name=None):
+def collect(course, assignment, exchange_root, tolerance=TOLERANCE, owner_name=None, students=None, update=True,
+            before_duedate=False):
     """Collect ``assignment``'s hand-ins from ``exchange_root``/COURSE_ID/inbound into the course's submitted/.
 
     ``course`` is a :class:`~attnkit_grader.course.Course`; ``tolerance``: seconds a hand-in's stated time
-    may differ from the file system's; ``owner_name``: uid -> user name (default: the password database).
+    may differ from the file system's; ``owner_name``: uid -> user name (default: the password database);
+    ``students``: collect only these (default: everyone); ``update``: replace a submission already in
+    submitted/ by a newer hand-in (nbgrader's ``--update``); ``before_duedate``: of each student's hand-ins,
+    take the latest made by the due date, or the latest if none was (nbgrader's ``--before-duedate``).
     Returns a :class:`Collection`.
     """
     if tolerance < 0:
@@ -103,26 +110,30 @@ def collect(course, assignment, exchange_root, tolerance=TOLERANCE, owner_name=N
         raise FileNotFoundError(f"exchange: no inbound folder {inbound} (release an assignment first)")
     owner_name = owner_name or user_name
     enrolled = enrolled_students(course)
+    due = due_date(course, assignment) if before_duedate else None
     result = Collection(assignment)
-    latest = {}
+    accepted = {}
     for path in sorted(inbound.iterdir()):
         edition = path.name.split("+")[1:2]
         if not edition or edition[0] not in names:
             continue
+        if students is not None and path.name.split("+")[0] not in students:
+            continue
         handin = inspect(path, edition[0], owner_name, tolerance)
         if handin.accepted and handin.student not in enrolled:
             handin.problems.append(f"{handin.student} is not enrolled in the gradebook")
-        if not handin.accepted:
+        if handin.accepted:
+            accepted.setdefault(handin.student, []).append(handin)
+        else:
             result.refused.append(handin)
-        elif handin.student not in latest or handin.recorded > latest[handin.student].recorded:
-            latest[handin.student] = handin
-    for student, handin in sorted(latest.items()):
+    for student, handins in sorted(accepted.items()):
+        handin = chosen(handins, due)
         target = course.assignment_dir("submitted", assignment, student)
-        if recorded_time(target) is not None and recorded_time(target) >= handin.recorded:
+        if not replaces(recorded_time(target), handin.recorded, update, before_duedate):
             result.kept.append(handin)
             continue
         try:
-            copy_handin(handin, target)
+            copy_handin(handin, target, assignment)
         except OSError as error:            # a file made unreadable after it was inspected
             handin.problems.append(f"could not be copied: {error}")
             result.refused.append(handin)
@@ -131,6 +142,32 @@ def collect(course, assignment, exchange_root, tolerance=TOLERANCE, owner_name=N
     for handin in result.refused:
         log.warning("refused %s: %s", handin.path, "; ".join(handin.problems))
     return result
+
+
+def replaces(existing, new, update, before_duedate):
+    """Whether a hand-in made at ``new`` replaces the submission made at ``existing`` (None: there is none), as
+    nbgrader's collect decides: a newer one with ``update``, any other one with ``before_duedate``."""
+    if existing is None:
+        return True
+    if existing == new:
+        return False
+    return before_duedate or (update and new > existing)
+
+
+def chosen(handins, due=None):
+    """The latest of one student's accepted hand-ins; with a due date, the latest made by then if any."""
+    in_time = [h for h in handins if due is not None and h.recorded <= due]
+    return max(in_time or handins, key=lambda h: h.recorded)
+
+
+def due_date(course, assignment):
+    """The assignment's due date in the gradebook (naive UTC), or None."""
+    use_venv_tools()
+    with Gradebook(course.db_url, course.course_id) as gradebook:
+        try:
+            return gradebook.find_assignment(assignment).duedate
+        except MissingEntry:
+            return None
 
 
 def release_feedback(course, assignment, exchange_root):
@@ -186,15 +223,19 @@ def inspect(path, assignment, owner_name, tolerance):
             entry = Path(folder) / name
             entries.append((entry, os.lstat(entry)))
             ctimes.append(entries[-1][1].st_ctime)
+    owners = {}
     for entry, entry_info in entries:
-        where = entry.relative_to(handin.path.parent)
+        where = entry.relative_to(handin.path)
         owner = owner_name(entry_info.st_uid)
         if owner != handin.student:
-            handin.problems.append(f"{where} is owned by {owner}, not by {handin.student}")
+            owners.setdefault(owner, []).append("the folder" if where == Path(".") else str(where))
         if not (stat.S_ISDIR(entry_info.st_mode) or stat.S_ISREG(entry_info.st_mode)):
             handin.problems.append(f"{where} is a link or a special file; hand in plain files")
         elif stat.S_ISREG(entry_info.st_mode) and entry_info.st_nlink > 1:
             handin.problems.append(f"{where} is a hard link; hand in plain files")
+    for owner, places in owners.items():
+        handin.problems.append(f"owned by {owner}, not by {handin.student} ({', '.join(places[:4])}"
+                               f"{f' and {len(places) - 4} more' if len(places) > 4 else ''})")
     for error in unreadable:
         handin.problems.append(f"{Path(error.filename).relative_to(handin.path.parent)} cannot be read by the "
                                "instructor; hand in readable files")
@@ -212,8 +253,9 @@ def inspect(path, assignment, owner_name, tolerance):
     return handin
 
 
-def copy_handin(handin, target):
-    """Copy the accepted hand-in to ``target`` (replacing what is there), timestamp.txt from the file system."""
+def copy_handin(handin, target, assignment):
+    """Copy the accepted hand-in to ``target`` (replacing what is there), timestamp.txt from the file system,
+    and :data:`RECORD`: where it came from, in which edition, when."""
     staging = target.with_name(f".{target.name}.collecting")
     remove(staging)
     staging.parent.mkdir(parents=True, exist_ok=True)
@@ -223,6 +265,10 @@ def copy_handin(handin, target):
         for name in files:
             os.chmod(os.path.join(folder, name), 0o644)
     (staging / TIMESTAMP).write_text(stamp(handin.recorded), encoding="utf-8")
+    record = {"student": handin.student, "assignment": assignment, "edition": handin.edition,
+              "language": editions.split(handin.edition, {assignment})[1], "handin": handin.path.name,
+              "time": stamp(handin.recorded)}
+    (staging / RECORD).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     remove(target)
     staging.rename(target)
 

@@ -17,8 +17,9 @@ from . import similarity
 from .release_cells import grade_id_of
 
 # Files a student's tools leave behind; never worth a remark.
-NOISE = {".ipynb_checkpoints", "__pycache__", ".DS_Store", "timestamp.txt",
-         "submission_secret.txt"}           # nbgrader's exchange writes the last two into every hand-in
+NOISE = {".ipynb_checkpoints", "__pycache__", ".DS_Store",
+         "timestamp.txt", "submission_secret.txt",   # nbgrader's exchange writes these into every hand-in,
+         "collect.json"}                             # and attnkit collect its record (exchange.RECORD)
 # The kit's reference solutions: student code that names them is worth the instructor's look.
 REFERENCE_MODULES = ("attnkit_assignments", "attnkit.solutions")
 
