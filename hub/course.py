@@ -4,27 +4,45 @@
     python3 hub/course.py start                             start JupyterHub (background), wait until it answers
     python3 hub/course.py stop                              stop it (and every user's server)
     python3 hub/course.py status
-    python3 hub/course.py grade ASSIGNMENT                  attnkit grade on the instructor's collected hand-ins
 
 ``make hub`` is setup + start, ``make hub-stop`` is stop. Everything lives under PREFIX
 (/opt/attnkit-course, or $ATTNKIT_COURSE_PREFIX), never under /root, which other users cannot read:
 
-    venv/        the course's Python: the student edition's package + JupyterLab + nbgrader + JupyterHub.
-                 No grader, no reference solution; the instructor's nbgrader extensions are switched off
-                 there (the edition's postBuild) and back on for the instructor only (user level).
-    grader/      the instructor's grader (lib/grader), readable by root and group attnkit-instructors only
-    bin/attnkit  runs it with the course's Python (group attnkit-instructors; grading itself runs as root)
+    venv/        the course's Python: the student edition's package + JupyterLab + nbgrader + JupyterHub, and
+                 the hub's nbgrader plugins (hub/attnkit_hub.py). No grader, no reference solution; the
+                 instructor's nbgrader extensions are switched off there (the edition's postBuild) and back on
+                 for the instructor only (user level). Its etc/jupyter/nbgrader_config.py, read by every user,
+                 names the plugins: private hand-ins, the checked collect, autograde refused (sandbox only).
+    grader/      the instructor's grader (lib/grader), readable by root and group attnkit-instructors only; on
+                 the course's Python path (a .pth file), where only the instructors can read it
+    bin/attnkit  `attnkit` for the instructors (group attnkit-instructors): the grader, run as the instructor
+    sbin/attnkit-sandbox  the grading sandbox's door to root: sudo lets the instructors' group run it with no
+                 arguments (/etc/sudoers.d/attnkit-course); it takes requests as data on stdin and runs each
+                 notebook in a sandbox (attnkit_grader.isolation.door). Nothing else the instructor does runs
+                 as root, and the door reads nothing the instructor can write.
     proxy/       configurable-http-proxy from the npm registry
     exchange/    nbgrader's exchange (1777, as nbgrader documents, plus the sticky bit), with the course's
-                 folder made by this script, owned by the instructor, so no student can take its name
+                 folder made by this script, owned by the instructor, so no student can take its name; its
+                 inbound belongs to the instructors' group with the setgid bit, so hand-ins can be private
     etc/         jupyterhub_config.py
-    state/       the hub's database, cookie secret, pid file and log (root only)
+    state/       the hub's database, cookie secret, pid file and log; the door's scratch folders (root only)
+
+/etc/profile.d/attnkit-course.sh puts the course's Python (and, for instructors, PREFIX/bin) on the PATH of
+login shells, such as JupyterLab's terminal (bash -l; Debian's /etc/profile resets PATH).
+
+Root writes nothing into a folder a user can change: what goes into a home (the lectures, the instructor's
+course folder and nbgrader settings) is written by that user (runuser), from a tar stream root reads, and
+the exchange's folders are changed through file descriptors opened without following links.
+
+The checkout this runs from holds the solutions (source/) and the reference modules (lib/grader): setup
+closes it to everyone but its owner (and says so), and refuses to go on if a student could still reach it.
 
 Users (demo passwords, change them for a real course): instructor / attention-instructor and
 student1..3 / attention-student1..3. The instructor's course folder is ~instructor/attention-kit (the
 repository's source/, translations/, release/ and nbgrader_config.py), 0700 like every home here. Setup
 releases both assignments to the exchange, each in English, French and Chinese (ps1_learnable_pe,
-ps1_learnable_pe_fr, ...). Nothing run by start needs the network.
+ps1_learnable_pe_fr, ...). Nothing run by start needs the network. The instructor grades from their own
+terminal: attnkit collect, attnkit grade, attnkit release-feedback (no root shell, no sudo typed).
 """
 
 import argparse
@@ -35,6 +53,7 @@ import os
 import pwd
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -49,6 +68,9 @@ INSTRUCTOR = "instructor"
 STUDENTS = ("student1", "student2", "student3")
 INSTRUCTORS_GROUP = "attnkit-instructors"
 ASSIGNMENTS = ("ps1_learnable_pe", "ps2_relative_pe")
+DOOR_VARIABLE = "ATTNKIT_SANDBOX_DOOR"        # attnkit_grader.isolation.door.DOOR_VARIABLE
+SUDOERS = Path("/etc/sudoers.d/attnkit-course")
+PROFILE = Path("/etc/profile.d/attnkit-course.sh")
 PROXY_VERSION = "5"                 # configurable-http-proxy major version (npm)
 INSTRUCTOR_EXTENSIONS = {            # switched off for everyone by the edition's postBuild, on for the instructor
     "server": ("nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list"),
@@ -70,21 +92,41 @@ def exchange_dir():
 
 
 # --- running things ---------------------------------------------------------------------------------------
-def run(command, user=None, cwd=None, env=None, quiet=False):
-    """Run ``command`` (a list), as ``user`` when given (runuser, login environment not used)."""
+def run(command, user=None, cwd=None, env=None, quiet=False, input=None):
+    """Run ``command`` (a list), as ``user`` when given (runuser, login environment not used); ``input``:
+    bytes for its stdin. Returns its stdout (bytes) when ``quiet``."""
     if user:
         home = pwd.getpwnam(user).pw_dir
         base = {"HOME": home, "USER": user, "LOGNAME": user,
                 "PATH": f"{PREFIX}/bin:{PREFIX}/venv/bin:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
         base.update(env or {})
+        if cwd is not None:         # entered as the user: root never changes into a folder the user controls
+            command = ["sh", "-c", 'cd "$1" && shift && exec "$@"', "sh", str(cwd), *command]
+            cwd = None
         command = ["runuser", "-u", user, "--", "env", "-i"] + [f"{k}={v}" for k, v in base.items()] + command
         env = None
-    output = subprocess.run(command, cwd=cwd, env=env, check=False, text=True,
+    output = subprocess.run(command, cwd=cwd, env=env, check=False, input=input,
                             stdout=subprocess.PIPE if quiet else None, stderr=subprocess.STDOUT if quiet else None)
     if output.returncode:
-        detail = f"\n{output.stdout}" if quiet and output.stdout else ""
+        detail = f"\n{output.stdout.decode('utf-8', 'replace')}" if quiet and output.stdout else ""
         raise SystemExit(f"course.py: failed ({output.returncode}): {' '.join(map(str, command))}{detail}")
     return output.stdout
+
+
+def write_as(user, path, text, append=False):
+    """Write ``text`` to ``path`` as ``user`` (folders made as needed, private): root never writes into a
+    folder a user can change, where a planted link would turn the write against any file."""
+    script = 'umask 077; mkdir -p "$(dirname "$1")" && cat ' + ('>>' if append else '>') + ' "$1"'
+    run(["sh", "-c", script, "sh", str(path)], user=user, input=text.encode("utf-8"))
+
+
+def copy_as(user, source, names, target):
+    """Copy ``names`` (files and folders in ``source``, read by root) into the folder ``target``, written by
+    ``user`` (a tar stream: root reads, the user writes)."""
+    packed = subprocess.run(["tar", "-C", str(source), "-c", "--exclude=__pycache__",
+                             "--exclude=.ipynb_checkpoints", *names], stdout=subprocess.PIPE, check=True).stdout
+    run(["sh", "-c", 'umask 077; mkdir -p "$1" && exec tar -C "$1" -x --no-same-owner', "sh", str(target)],
+        user=user, input=packed)
 
 
 def say(text):
@@ -109,6 +151,7 @@ def setup(edition, reset=False):
     proxy()
     state(reset)
     users(edition, reset)
+    private_checkout()
     exchange(reset)
     instructor_course(reset)
     say(f"ready: make hub (or {sys.executable} {__file__} start), then http://127.0.0.1:{PORT}/")
@@ -132,38 +175,106 @@ def environment(edition):
         if python is None:
             raise SystemExit("course.py: /usr/bin/python3 not found (apt-get install python3 python3-venv)")
         no_pip = subprocess.run([python, "-c", "import ensurepip"], capture_output=True).returncode
-        if no_pip and shutil.which("apt-get"):
-            run(["apt-get", "install", "-y", "-qq", "python3-venv"])     # Debian splits venv's pip out
+        if no_pip:
+            apt_install("python3-venv")                                # Debian splits venv's pip out
         if not (venv / "bin" / "python").exists():
             run([python, "-m", "venv", str(venv)])
         run(pip + ["-c", str(edition / "constraints.txt"), f"{edition}[notebooks,hub]"])
         # The edition's postBuild switches the instructor's nbgrader extensions off in this environment.
         run(["sh", str(edition / "postBuild")], env={**os.environ, "PATH": f"{venv}/bin:/usr/bin:/bin"}, quiet=True)
         (PREFIX / "environment.json").write_text(json.dumps(inputs))
-    # The grader: apart from the students' environment, readable by the instructors' group only.
+    # The grader: apart from the students' environment, readable by the instructors' group only, and on the
+    # course's Python path (students' imports of it fail: they cannot read the folder).
     ensure_group(INSTRUCTORS_GROUP)
-    grader = PREFIX / "grader"
-    inputs = {"grader": tree_digest(REPO / "lib" / "grader")}
-    if not changed(PREFIX / "grader.json", inputs, grader):
-        return
-    say(f"installing the grader in {grader}")
-    if grader.exists():
-        shutil.rmtree(grader)
-    run(pip + ["--no-deps", "--target", str(grader), str(REPO / "lib" / "grader"), "pyseccomp>=0.1.2,<0.2"], quiet=True)
     gid = grp.getgrnam(INSTRUCTORS_GROUP).gr_gid
-    for path in [grader, *grader.rglob("*")]:
-        os.chown(path, 0, gid, follow_symlinks=False)
-        if not path.is_symlink():
-            path.chmod(0o750 if path.is_dir() else 0o640)
+    grader = PREFIX / "grader"
+    site = Path(run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                    quiet=True).decode().strip())
+    (site / "attnkit-grader.pth").write_text(f"{grader}\n")
+    shutil.copyfile(REPO / "hub" / "attnkit_hub.py", site / "attnkit_hub.py")     # the hub's nbgrader plugins
+    inputs = {"grader": tree_digest(REPO / "lib" / "grader")}
+    if changed(PREFIX / "grader.json", inputs, grader):
+        say(f"installing the grader in {grader}")
+        if grader.exists():
+            shutil.rmtree(grader)
+        run(pip + ["--no-deps", "--target", str(grader), str(REPO / "lib" / "grader"), "pyseccomp>=0.1.2,<0.2"],
+            quiet=True)
+        for path in [grader, *grader.rglob("*")]:
+            os.chown(path, 0, gid, follow_symlinks=False)
+            if not path.is_symlink():
+                path.chmod(0o750 if path.is_dir() else 0o640)
+        (PREFIX / "grader.json").write_text(json.dumps(inputs))
     tools = PREFIX / "bin"
     tools.mkdir(exist_ok=True)
     tools.chmod(0o755)
     script = tools / "attnkit"
-    script.write_text(f'#!/bin/sh\n# The grader, with the course\'s Python (instructors and root only).\n'
-                      f'PYTHONPATH="{grader}" exec "{venv}/bin/python" -m attnkit_grader "$@"\n')
+    script.write_text("#!/bin/sh\n# The grader, with the course's Python, run as the instructor who types it; the\n"
+                      "# sandboxes start through the door (sudo, see sbin/attnkit-sandbox).\n"
+                      f'{DOOR_VARIABLE}="{door_program()}" exec "{venv}/bin/python" -m attnkit_grader "$@"\n')
     os.chown(script, 0, gid)
     script.chmod(0o750)
-    (PREFIX / "grader.json").write_text(json.dumps(inputs))
+    sandbox_door()
+    login_path()
+
+
+def door_program():
+    return PREFIX / "sbin" / "attnkit-sandbox"
+
+
+def sandbox_door():
+    """PREFIX/sbin/attnkit-sandbox and the sudoers rule letting the instructors' group run it, no arguments.
+
+    The door (attnkit_grader.isolation.door) runs with the course's Python in isolated mode (no PYTHONPATH,
+    no user site, nothing from the current folder), keeps its scratch folders in PREFIX/state/door, and
+    takes each request as data on stdin: an installed assignment's name, numbers, the notebook's bytes.
+    """
+    if shutil.which("sudo") is None or shutil.which("visudo", path="/usr/sbin:/sbin") is None:
+        say("installing sudo (the instructors start the grading sandbox through it)")
+        apt_install("sudo")
+    folder = PREFIX / "sbin"
+    folder.mkdir(exist_ok=True)
+    os.chown(folder, 0, 0)
+    folder.chmod(0o755)
+    program = door_program()
+    program.write_text("#!/bin/sh\n# The grading sandbox's one door to root (hub/course.py): the instructors' group runs it\n"
+                       "# through sudo with no arguments; requests arrive on stdin as data.\n"
+                       f'exec "{PREFIX}/venv/bin/python" -I -B -m attnkit_grader.isolation.door '
+                       f'--serve --state "{PREFIX}/state/door"\n')
+    os.chown(program, 0, 0)
+    program.chmod(0o755)
+    rule = (f"# hub/course.py: the course's instructors start the grading sandbox's door as root, with no arguments.\n"
+            f'%{INSTRUCTORS_GROUP} ALL=(root) NOPASSWD: {program} ""\n')
+    staged = SUDOERS.with_name(f".{SUDOERS.name}.new")
+    staged.write_text(rule)
+    staged.chmod(0o440)
+    checked = subprocess.run([shutil.which("visudo", path="/usr/sbin:/sbin"), "-cf", str(staged)],
+                             capture_output=True, text=True)
+    if checked.returncode:
+        staged.unlink()
+        raise SystemExit(f"course.py: the sudoers rule does not parse: {checked.stdout}{checked.stderr}")
+    staged.rename(SUDOERS)
+
+
+def login_path():
+    """/etc/profile.d/attnkit-course.sh: the course's tools on the PATH of login shells (not root's)."""
+    PROFILE.write_text(
+        "# The attention course's tools in login shells, such as JupyterLab's terminal (bash -l: Debian's\n"
+        "# /etc/profile resets PATH): its Python for every user, the grader for its instructors (hub/course.py).\n"
+        'if [ "$(id -u)" != 0 ]; then\n'
+        f'  PATH="{PREFIX}/venv/bin:$PATH"\n'
+        f'  case " $(id -Gn 2>/dev/null) " in *" {INSTRUCTORS_GROUP} "*) PATH="{PREFIX}/bin:$PATH" ;; esac\n'
+        "  export PATH\n"
+        "fi\n")
+    PROFILE.chmod(0o644)
+
+
+def apt_install(*packages):
+    if shutil.which("apt-get") is None:
+        raise SystemExit(f"course.py: {', '.join(packages)} not found and no apt-get to install it")
+    done = subprocess.run(["apt-get", "install", "-y", "-qq", *packages], capture_output=True)
+    if done.returncode:
+        run(["apt-get", "update", "-qq"])
+        run(["apt-get", "install", "-y", "-qq", *packages])
 
 
 def changed(stamp, inputs, product):
@@ -219,10 +330,32 @@ def users(edition, reset):
             subprocess.run(["chpasswd"], input=f"{user}:{password(user)}\n", text=True, check=True)
         home = Path(pwd.getpwnam(user).pw_dir)
         home.chmod(0o700)
-        if user != INSTRUCTOR and not (home / "course").exists():
+        if user != INSTRUCTOR and not os.path.lexists(home / "course"):
             # The lectures of the student edition, the student's own copy to run and change.
-            shutil.copytree(edition / "course", home / "course")
-            run(["chown", "-R", f"{user}:{user}", str(home / "course")])
+            copy_as(user, edition, ["course"], home)
+
+
+def private_checkout():
+    """Close the checkout this script runs from to every user but its owner and root when a student could
+    enter it (it holds source/ with the solutions and lib/grader with the reference modules), and check."""
+    def entering():
+        return [u for u in STUDENTS if subprocess.run(["runuser", "-u", u, "--", "test", "-x", str(REPO)]).returncode == 0]
+
+    if not entering():
+        return
+    info = os.stat(REPO)
+    mode = stat.S_IMODE(info.st_mode)
+    group = grp.getgrgid(info.st_gid)
+    shared = [u for u in STUDENTS if u in group.gr_mem or pwd.getpwnam(u).pw_gid == info.st_gid]
+    closed = mode & ~0o007 & ~(0o070 if shared else 0)
+    os.chmod(REPO, closed)
+    say(f"closed the checkout {REPO} to other users (mode {mode:o} -> {closed:o}): its source/ and lib/grader hold "
+        "the solutions; keep a course's checkout where students cannot read it")
+    still = entering()
+    if still:
+        raise SystemExit(f"course.py: {', '.join(still)} can still enter the checkout {REPO} (an ACL?); move the "
+                         f"checkout where students cannot read it (e.g. under /root, or a folder of mode 0700) "
+                         f"and run setup again")
 
 
 def kill_user_processes(user):
@@ -240,62 +373,80 @@ def kill_user_processes(user):
 def exchange(reset):
     """nbgrader's exchange: root 1777 (nbgrader asks for world-writable; the sticky bit keeps a student from
     renaming or deleting what others made), the course's folder owned by the instructor, made here before
-    any student could take its name: outbound 0755, inbound 1733 (students write, cannot list, cannot
-    remove others' submissions), feedback 0711 (found by a secret hash only)."""
+    any student could take its name: outbound 0755; inbound 3733, of the instructors' group with the setgid
+    bit (students write, cannot list, cannot remove others' hand-ins; what they make in it belongs to the
+    instructors' group, so the hub's submit can close a hand-in to everyone but its author and the
+    instructors); feedback 0711 (found by a secret hash only). The instructor owns these folders, so each is
+    changed through a descriptor opened without following links: never a link planted in their place."""
     root = exchange_dir()
     if reset and root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o1777)
     instructor = pwd.getpwnam(INSTRUCTOR)
-    course = root / COURSE_ID
-    for path, mode in ((course, 0o755), (course / "outbound", 0o755), (course / "inbound", 0o1733),
-                       (course / "feedback", 0o711)):
-        path.mkdir(exist_ok=True)
-        os.chown(path, instructor.pw_uid, instructor.pw_gid)
-        path.chmod(mode)
+    instructors = grp.getgrnam(INSTRUCTORS_GROUP).gr_gid
+    top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        course = owned_dir(top, COURSE_ID, instructor.pw_uid, instructor.pw_gid, 0o755)
+        try:
+            for name, gid, mode in (("outbound", instructor.pw_gid, 0o755), ("inbound", instructors, 0o3733),
+                                    ("feedback", instructor.pw_gid, 0o711)):
+                os.close(owned_dir(course, name, instructor.pw_uid, gid, mode))
+        finally:
+            os.close(course)
+    finally:
+        os.close(top)
+
+
+def owned_dir(parent, name, uid, gid, mode):
+    """The folder ``name`` in the folder open as ``parent`` (made if missing), given ``uid``, ``gid`` and
+    ``mode``; returns its descriptor. Refuses a link or anything but a folder there."""
+    try:
+        os.mkdir(name, 0o700, dir_fd=parent)
+    except FileExistsError:
+        pass
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
+    except OSError as error:
+        raise SystemExit(f"course.py: {name} in the exchange is not a folder (a link?): {error}") from None
+    os.fchown(fd, uid, gid)
+    os.fchmod(fd, mode)
+    return fd
 
 
 def instructor_course(reset):
     """~instructor/attention-kit: source/, translations/, release/, nbgrader_config.py; the students enrolled,
     both assignments released to the exchange in every language; the instructor's own nbgrader config and
-    extensions."""
+    extensions. Everything in the instructor's home is written by the instructor (see write_as)."""
     user = INSTRUCTOR
     home = Path(pwd.getpwnam(user).pw_dir)
     course = course_dir()
-    if reset and course.exists():
-        shutil.rmtree(course)
-    if not course.exists():
-        course.mkdir()
-        for name in ("source", "translations", "release"):
-            shutil.copytree(REPO / name, course / name,
-                            ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
-        shutil.copy2(REPO / "nbgrader_config.py", course / "nbgrader_config.py")
-        with open(course / "nbgrader_config.py", "a") as config:
-            config.write("\n# The course on this machine's hub (hub/course.py): its exchange, for attnkit collect,\n"
-                         f"# and the late penalty: a hand-in after the due date scores 0 (nbgrader's 'zero').\n"
-                         f"c.Exchange.root = {str(exchange_dir())!r}\n"
-                         'c.LateSubmissionPlugin.penalty_method = "zero"\n')
-        (course / "students.csv").write_text("id\n" + "".join(f"{s}\n" for s in STUDENTS))
+    if reset:
+        run(["rm", "-rf", "--one-file-system", str(course)], user=user)
+    if not os.path.lexists(course):
+        copy_as(user, REPO, ["source", "translations", "release", "nbgrader_config.py"], course)
+        write_as(user, course / "nbgrader_config.py", append=True, text=(
+            "\n# The course on this machine's hub (hub/course.py): its exchange, for attnkit collect,\n"
+            f"# and the late penalty: a hand-in after the due date scores 0 (nbgrader's 'zero').\n"
+            f"c.Exchange.root = {str(exchange_dir())!r}\n"
+            'c.LateSubmissionPlugin.penalty_method = "zero"\n'))
+        write_as(user, course / "students.csv", "id\n" + "".join(f"{s}\n" for s in STUDENTS))
     config = home / ".jupyter"
-    config.mkdir(exist_ok=True)
-    (config / "nbgrader_config.py").write_text(
-        "# The instructor's nbgrader: the course folder (the formgrader's too).\n"
-        "c = get_config()  # noqa: F821\n"
-        f"c.CourseDirectory.root = {str(course)!r}\n")
+    write_as(user, config / "nbgrader_config.py",
+             "# The instructor's nbgrader: the course folder (the formgrader's too).\n"
+             "c = get_config()  # noqa: F821\n"
+             f"c.CourseDirectory.root = {str(course)!r}\n")
     # The instructor's extensions back on at the user level, which outranks the environment's (the files
     # `jupyter server extension enable --user` and `jupyter labextension enable --level=user` write)
     # and the formgrader, which JupyterLab shows in a frame, may be framed by the instructor's own pages
     # (jupyterhub-singleuser forbids every frame by default: frame-ancestors 'none')
-    (config / "jupyter_server_config.json").write_text(json.dumps(
+    write_as(user, config / "jupyter_server_config.json", json.dumps(
         {"ServerApp": {"jpserver_extensions": {name: True for name in INSTRUCTOR_EXTENSIONS["server"]},
                        "tornado_settings": {"headers": {"Content-Security-Policy": "frame-ancestors 'self'"}}}},
         indent=1))
-    (config / "labconfig").mkdir(exist_ok=True)
-    (config / "labconfig" / "page_config.json").write_text(json.dumps(
+    write_as(user, config / "labconfig" / "page_config.json", json.dumps(
         {"disabledExtensions": {name: False for name in INSTRUCTOR_EXTENSIONS["lab"]}}, indent=1))
-    run(["chown", "-R", f"{user}:{user}", str(course), str(config)])
-    course.chmod(0o700)
+    run(["chmod", "700", str(course)], user=user)
     nbgrader = ["nbgrader"]
     run(nbgrader + ["db", "student", "import", "students.csv"], user=user, cwd=course, quiet=True)
     # generate_assignment fills the gradebook, which grading needs; the language editions (release/
@@ -303,7 +454,7 @@ def instructor_course(reset):
     # itself and never enter the gradebook: every folder of release/ is only released, under its own name
     for assignment in ASSIGNMENTS:
         run(nbgrader + ["generate_assignment", assignment, "--force"], user=user, cwd=course, quiet=True)
-    released = sorted(p.name for p in (course / "release").iterdir() if p.is_dir())
+    released = sorted(p.name for p in (REPO / "release").iterdir() if p.is_dir())
     for name in released:
         run(nbgrader + ["release_assignment", name, "--force"], user=user, cwd=course, quiet=True)
     say(f"course folder {course}; released {', '.join(released)} to {exchange_dir() / COURSE_ID}")
@@ -328,10 +479,16 @@ def state(reset):
     (settings / "overrides.json").write_text(json.dumps(
         {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}, indent=1))
     (jupyter / "nbgrader_config.py").write_text(
-        "# Every course user's nbgrader (students and instructor): the course and its exchange.\n"
+        "# Every course user's nbgrader (students and instructor): the course, its exchange, and the hub's\n"
+        "# plugins (hub/attnkit_hub.py): private hand-ins, collect through attnkit's checks (the Formgrader's\n"
+        "# Collect button and `nbgrader collect`), and autograde refused in favour of the sandboxed\n"
+        "# `attnkit grade` (the Formgrader's Autograde button and `nbgrader autograde`).\n"
         "c = get_config()  # noqa: F821\n"
         f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
-        f"c.Exchange.root = {str(exchange_dir())!r}\n")
+        f"c.Exchange.root = {str(exchange_dir())!r}\n"
+        'c.ExchangeFactory.submit = "attnkit_hub.PrivateSubmit"\n'
+        'c.ExchangeFactory.collect = "attnkit_hub.CheckedCollect"\n'
+        'c.Autograde.exporter_class = "attnkit_hub.SandboxedGradingOnly"\n')
 
 
 # --- start and stop ---------------------------------------------------------------------------------------
@@ -416,16 +573,6 @@ def stop(quiet=False, wait=60):
     say(f"JupyterHub stopped (pid {pid})")
 
 
-def grade(assignment):
-    """``attnkit grade`` as root (the sandbox's tested path) on the instructor's submitted/, then what root
-    wrote in the course folder given back to the instructor (whose formgrader and feedback steps need it)."""
-    require_root()
-    course = course_dir()
-    run([str(PREFIX / "bin" / "attnkit"), "--root", str(course), "grade", assignment,
-         "--submissions", str(course / "submitted")])
-    run(["find", str(course), "-xdev", "-user", "root", "-exec", "chown", "-h", f"{INSTRUCTOR}:{INSTRUCTOR}", "{}", "+"])
-
-
 def status():
     pid = running_pid()
     say(f"running (pid {pid}): http://127.0.0.1:{PORT}/" if pid else "not running")
@@ -459,8 +606,6 @@ def main(argv=None):
     commands.add_parser("start", help="start JupyterHub in the background")
     commands.add_parser("stop", help="stop JupyterHub and every user's server")
     commands.add_parser("status", help="is the hub running?")
-    marking = commands.add_parser("grade", help="attnkit grade (as root) on the instructor's submitted/")
-    marking.add_argument("assignment", metavar="ASSIGNMENT")
     args = top.parse_args(argv)
     if args.command != "status":
         hold_lock()
@@ -470,8 +615,6 @@ def main(argv=None):
         start()
     elif args.command == "stop":
         stop()
-    elif args.command == "grade":
-        grade(args.assignment)
     else:
         return status()
     return 0

@@ -3,22 +3,27 @@
 student1 types a correct answer to PS1 exercise 1 in the English edition, student2 a wrong one in the French
 edition (ps1_learnable_pe_fr): each logs in on the hub's login page, fetches their edition from the
 Assignment List, which offers the three languages, types the answer into the cell, saves, validates and
-submits. The instructor collects both as one assignment (attnkit collect), grades as root (attnkit grade,
-sandboxed) and releases feedback (attnkit release-feedback); each student fetches the feedback under their
-edition's name and reads the score the gradebook holds.
+submits. student3 then hands in PS1 in student2's name from a shell. The instructor collects with the
+Formgrader's Collect button (the forgery is refused by name, both genuine hand-ins are collected as one
+assignment), then types README's loop into JupyterLab's terminal (attnkit collect, attnkit grade, sandboxed
+through the door, attnkit release-feedback; nbgrader autograde refused) and sees the Formgrader's Autograde
+button refuse too; each student fetches the feedback under their edition's name and reads the score the
+gradebook holds.
 Then student3 runs every lecture (Run All Cells) and the test checks it ends without an error output and
 with all its figures. Screenshots: build/browser-artifacts/STUDENT-NN-step.png and lecture-NAME.png.
 """
 
 import json
 import re
+import shlex
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from nbgrader.api import Gradebook
 
-from conftest import ARTIFACTS, EDITION, URL, hub
+from conftest import ARTIFACTS, EDITION, URL
 
 PS1 = "ps1_learnable_pe"
 
@@ -157,49 +162,158 @@ def test_a_student_fetches_types_validates_and_submits(course, new_page, student
 
 
 def as_instructor(*command, check=True):
-    """``command`` run by the instructor in the course folder, with the course's tools; its output
-    (``check``: assert it exited 0)."""
-    home = "/home/instructor"
-    env = ["env", "-i", f"HOME={home}", "USER=instructor", "LANG=C.UTF-8",
-           f"PATH={hub.PREFIX}/bin:{hub.PREFIX}/venv/bin:/usr/bin:/bin"]
-    done = subprocess.run(["runuser", "-u", "instructor", "--", *env, *command], cwd=f"{home}/attention-kit",
-                          text=True, capture_output=True)
+    """``command`` run by the instructor in the course folder from a login shell (the PATH the course's
+    /etc/profile.d script gives, as in JupyterLab's terminal); its output (``check``: assert it exited 0)."""
+    line = "cd ~/attention-kit && exec " + " ".join(shlex.quote(part) for part in command)
+    done = subprocess.run(["runuser", "-l", "instructor", "-c", line], text=True, capture_output=True)
     assert done.returncode == 0 or not check, f"{' '.join(command)}: {done.stdout}\n{done.stderr}"
     return done.stdout
+
+
+def login_shell(user, line):
+    """Shell text run by ``user`` in their home, from a login shell (the course's PATH)."""
+    return subprocess.run(["runuser", "-l", user, "-c", line], text=True, capture_output=True)
 
 
 SCORES = {}
 
 
-def test_the_instructor_collects_grades_and_releases_feedback(course):
-    collected = as_instructor("attnkit", "collect", PS1)
-    assert "2 collected" in collected and "0 refused" in collected, collected
-    assert "fr edition) from student2+ps1_learnable_pe_fr+" in collected, collected
-    course.grade(PS1)
+def test_a_classmate_hands_in_in_another_students_name(course):
+    """student3 submits PS1 as student2, from a shell (nbgrader submit --student lets it through): the
+    forged hand-in is the newest of student2's, the one nbgrader's own collect would take."""
+    done = login_shell("student3", f"nbgrader fetch_assignment {PS1} && nbgrader submit {PS1} --student=student2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    inbound = course.exchange_dir() / course.COURSE_ID / "inbound"
+    forged = [p for p in inbound.iterdir() if p.name.startswith(f"student2+{PS1}+") and p.owner() == "student3"]
+    assert len(forged) == 1, sorted(p.name for p in inbound.iterdir())
+    FORGED.append(forged[0].name)
+
+
+FORGED = []
+
+
+def formgrader(page):
+    """Open Nbgrader -> Formgrader (JupyterLab shows it in a frame); return the frame."""
+    labels = nbgrader_menu(page)
+    assert {"Formgrader", "Create assignment", "Assignment List"} <= set(labels), labels
+    page.locator(".lm-Menu-itemLabel").get_by_text("Formgrader", exact=True).click()
+    return page.frame_locator(".jp-MainAreaWidget:visible iframe")
+
+
+def modal_text(page, frame, name):
+    """The text of the Formgrader's dialog once it shows (a screenshot ``name``), then the dialog closed."""
+    dialog = frame.locator(".modal.in .modal-content, .modal.show .modal-content").first
+    dialog.wait_for(timeout=180_000)
+    page.wait_for_timeout(500)                     # the dialog fades in
+    shot(page, name)
+    text = dialog.inner_text()
+    dialog.locator("button", has_text="OK").or_(dialog.locator("button.close")).first.click()
+    return text
+
+
+def test_the_instructor_collects_with_the_formgrader_button(course, new_page):
+    """The Formgrader's Collect goes through attnkit's checks: the forged hand-in is named with its reason
+    and refused; student1's and student2's own (French) hand-ins are collected, student2's not replaced."""
+    if not FORGED:
+        pytest.skip("no forged hand-in (the test before failed)")
+    page = new_page()
+    log_in(page, "instructor", "instructor-collect")
+    frame = formgrader(page)
+    row = frame.locator("tr", has_text=PS1).filter(has_not_text=f"{PS1}_")
+    row.locator(".collect a").click()
+    text = modal_text(page, frame, "instructor-02-collected")
+    assert "Successfully collected" in text and "2 collected" in text, text
+    assert f"refused {FORGED[0]}, left in the exchange" in text and "owned by student3, not by student2" in text, text
+    assert "fr edition" in text, text
+    submitted = course.course_dir() / "submitted"
+    handed_in = json.loads((submitted / "student2" / PS1 / f"{PS1}.ipynb").read_text())
+    answer = next(c for c in handed_in["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "pe_answer")
+    assert "".join(answer["source"]).strip() == WRONG.strip(), "student2's own hand-in is not what was collected"
+    record = json.loads((submitted / "student2" / PS1 / "collect.json").read_text())
+    assert record["edition"] == f"{PS1}_fr" and record["language"] == "fr", record
+    assert not (submitted / "student3").exists()
+
+
+def terminal(page):
+    """A new terminal in JupyterLab (File -> New -> Terminal), focused."""
+    page.locator(".lm-MenuBar-itemLabel", has_text="File").click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^New$")).hover()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Terminal$")).click()
+    screen = page.locator(".jp-Terminal:visible .xterm-screen")
+    screen.wait_for()
+    screen.click()
+    return screen
+
+
+def type_command(page, line, log, status_file, timeout=600):
+    """Type ``line`` and Enter in the focused terminal, its output shown and kept in ``log`` (a file of the
+    instructor's home); its exit status is written to ``status_file``, which this waits for and returns."""
+    status_file.unlink(missing_ok=True)
+    page.keyboard.type(f"{line} 2>&1 | tee ~/{log}; echo ${{PIPESTATUS[0]}} > ~/{status_file.name}")
+    page.keyboard.press("Enter")
+    deadline = time.monotonic() + timeout
+    while not status_file.exists() or not status_file.read_text().strip():
+        assert time.monotonic() < deadline, f"{line}: no exit status after {timeout} s"
+        time.sleep(0.5)
+    return int(status_file.read_text())
+
+
+def test_the_instructor_grades_and_releases_feedback_from_jupyterlabs_terminal(course, new_page):
+    """README's loop typed into JupyterLab's terminal (a login shell: PATH from the course's profile script),
+    as the instructor, no sudo typed: release, collect (the forged hand-in is refused again: exit 1), grade
+    (sandboxed, through the door), release feedback. nbgrader's own autograde is refused there, naming
+    attnkit grade."""
+    page = new_page()
+    log_in(page, "instructor", "instructor-terminal")
+    terminal(page)
+    home = Path("/home/instructor")
+    page.keyboard.type("cd ~/attention-kit && clear")
+    page.keyboard.press("Enter")
+    steps = [(f"nbgrader release_assignment {PS1} --force", "release.log", 0),
+             (f"attnkit collect {PS1}", "collect.log", 1), (f"attnkit grade {PS1}", "grade.log", 0),
+             (f"attnkit release-feedback {PS1}", "feedback.log", 0), (f"nbgrader autograde {PS1}", "autograde.log", 1)]
+    for line, log, expected in steps:
+        status = type_command(page, line, log, home / "step.status")
+        if log == "grade.log":
+            shot(page, "instructor-03-terminal-graded")
+        assert status == expected, f"{line}: exit {status}\n{(home / log).read_text()[-3000:]}"
+    shot(page, "instructor-03-terminal")
+    assert "0 collected, 2 already collected, 1 refused" in (home / "collect.log").read_text()
+    refusal = (home / "autograde.log").read_text()
+    assert "attnkit grade" in refusal and "unsandboxed" in refusal, refusal
     with Gradebook(f"sqlite:///{course.course_dir()}/gradebook.db", course.COURSE_ID) as gradebook:
         for student in ANSWERS:
             SCORES[student] = gradebook.find_submission(PS1, student).score
     assert SCORES["student1"] == AUTOGRADED["student1"], SCORES
     assert SCORES["student2"] < SCORES["student1"], SCORES
-    released = as_instructor("attnkit", "release-feedback", PS1)
+    released = (home / "feedback.log").read_text()
     assert "student1" in released and "student2" in released, released
+    owners = {p.owner() for p in course.course_dir().rglob("*")}
+    assert owners == {"instructor"}, f"files in the course folder not the instructor's: {owners}"
 
 
 def test_the_instructor_sees_the_graded_submissions_in_formgrader(course, new_page):
+    """The Formgrader lists PS1 once with its two submissions; its Autograde button refuses, naming attnkit
+    grade, and leaves the sandboxed grader's autograded copy in place."""
     if not SCORES:
         pytest.skip("nothing graded (the instructor's test failed)")
     page = new_page()
     log_in(page, "instructor", "instructor")
-    labels = nbgrader_menu(page)
-    assert {"Formgrader", "Create assignment", "Assignment List"} <= set(labels), labels
-    page.locator(".lm-Menu-itemLabel").get_by_text("Formgrader", exact=True).click()
-    formgrader = page.frame_locator(".jp-MainAreaWidget:visible iframe")
-    row = formgrader.locator("tr", has_text=PS1)
+    frame = formgrader(page)
+    row = frame.locator("tr", has_text=PS1).filter(has_not_text=f"{PS1}_")
     row.wait_for()
     shot(page, "instructor-01-formgrader")
-    headers = formgrader.locator("tr").first.locator("th").all_inner_texts()
+    headers = frame.locator("tr").first.locator("th").all_inner_texts()
     cells = row.locator("td").all_inner_texts()
     assert cells[headers.index("# Submissions")].strip() == "2", dict(zip(headers, cells))
+    copy = course.course_dir() / "autograded" / "student1" / PS1 / f"{PS1}.ipynb"
+    before = copy.read_bytes()
+    row.locator(f"a[href$='/manage_submissions/{PS1}']").click()      # the submissions of PS1
+    student = frame.locator("tr", has_text="student1")
+    student.locator(".autograde a").click()
+    text = modal_text(page, frame, "instructor-04-autograde-refused")
+    assert "attnkit grade" in text and "unsandboxed" in text, text
+    assert copy.read_bytes() == before, "the refused autograde changed the sandboxed grader's copy"
 
 
 @pytest.mark.parametrize("student", ["student1", "student2"])

@@ -1,14 +1,18 @@
 """The exchange and the course folder hold against students: commands run from the students' own accounts.
 
-After the browser test (student1 and student2 have handed in PS1), student3 works from a shell, as a
-student with a terminal in JupyterLab could: reading or changing others' files, submitting as someone
-else, backdating, and handing in twice, late, and a broken notebook. ``attnkit collect`` refuses the
+After the browser test (student1 and student2 have handed in PS1), student3 works from a login shell, as a
+student with a terminal in JupyterLab could: reading or changing others' files and hand-ins (even knowing a
+hand-in's name), reading the checkout the hub was set up from, submitting as someone else, backdating, and
+handing in twice, late, and a broken notebook. ``attnkit collect`` and ``nbgrader collect`` refuse the
 forged hand-ins; the grader takes the latest, applies the course's late penalty and names the broken file.
 """
 
 import datetime
+import grp
+import hashlib
 import json
-import pwd
+import shlex
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -16,19 +20,26 @@ from pathlib import Path
 import pytest
 from nbgrader.api import Gradebook
 
-from conftest import hub
+from conftest import ROOT, hub
 from test_course_in_browser import CORRECT, PS1, as_instructor
 
 PS2 = "ps2_relative_pe"
-VENV = f"{hub.PREFIX}/venv/bin"
 
 
 def as_user(user, command, cwd=None):
-    """``command`` (shell text) run by ``user`` in their home with the course's environment."""
-    home = pwd.getpwnam(user).pw_dir
-    env = ["env", "-i", f"HOME={home}", f"USER={user}", "LANG=C.UTF-8", f"PATH={VENV}:/usr/bin:/bin"]
-    return subprocess.run(["runuser", "-u", user, "--", *env, "sh", "-c", command], cwd=cwd or home,
-                          text=True, capture_output=True)
+    """``command`` (shell text) run by ``user`` from a login shell (the course's PATH), in ``cwd`` or home."""
+    where = f"cd {shlex.quote(str(cwd))} && " if cwd else ""
+    return subprocess.run(["runuser", "-l", user, "-c", where + command], text=True, capture_output=True)
+
+
+def tree(folder):
+    """{relative path: (mode, owner, sha256 of a file's bytes)} of everything in ``folder`` (read as root)."""
+    found = {}
+    for path in sorted([folder, *folder.rglob("*")]):
+        info = path.lstat()
+        data = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+        found[str(path.relative_to(folder))] = (stat.S_IMODE(info.st_mode), info.st_uid, info.st_gid, data)
+    return found
 
 
 def refused(result):
@@ -38,7 +49,7 @@ def refused(result):
 @pytest.fixture(scope="module")
 def places(course):
     inbound = course.exchange_dir() / course.COURSE_ID / "inbound"
-    others = sorted(p for p in inbound.iterdir() if not p.name.startswith("student3+"))
+    others = sorted(p for p in inbound.iterdir() if p.owner() in ("student1", "student2"))
     assert others, "the browser test left no hand-in of student1 or student2"
     return {"inbound": inbound, "other_handin": others[0], "course": course.course_dir()}
 
@@ -58,20 +69,52 @@ def test_a_student_cannot_reach_the_instructors_course_folder_or_the_grader(plac
     assert imported.returncode != 0 and "No module named 'attnkit_assignments'" in imported.stderr
 
 
-def test_a_student_cannot_list_take_or_remove_others_handins(places):
-    inbound, other = places["inbound"], places["other_handin"]
+def test_a_student_cannot_list_the_inbound_or_change_the_exchange(places):
+    inbound = places["inbound"]
     assert refused(as_user("student3", f"ls {inbound}"))
-    # even knowing the (random, unlistable) name: the sticky bit keeps others' hand-ins where they are
-    assert as_user("student3", f"mv '{other}' '{inbound}/student3+{PS1}+taken'").returncode != 0
-    assert as_user("student3", f"rm -rf '{other}'").returncode != 0 and other.is_dir()
     exchange = inbound.parent
     assert as_user("student3", f"mv '{exchange}' '{exchange}.moved'").returncode != 0 and exchange.is_dir()
     assert refused(as_user("student3", f"touch '{exchange}/outbound/{PS1}/extra.ipynb'"))
     assert refused(as_user("student3", f"ls '{exchange}/feedback'"))
 
 
+def test_a_handin_is_closed_to_a_classmate_who_knows_its_name(places):
+    """student3, given the (random, unlistable) name of another's hand-in, can neither read, list, add to,
+    change, rename, re-permission nor delete it; it stays byte for byte, readable by the instructors' group."""
+    inbound, handin = places["inbound"], places["other_handin"]
+    notebook = handin / f"{PS1}.ipynb"
+    before = tree(handin)
+    q = shlex.quote             # a hand-in's name holds spaces
+    attempts = [f"ls {q(str(handin))}", f"cat {q(str(notebook))}", f"cp -r {q(str(handin))} /tmp/copied-handin",
+                f"touch {q(str(handin / 'extra.txt'))}", f"echo '{{}}' >> {q(str(notebook))}",
+                f"echo '{{}}' > {q(str(notebook))}", f"rm -f {q(str(notebook))}",
+                f"mv {q(str(notebook))} {q(str(handin / 'x'))}", f"chmod 777 {q(str(handin))}",
+                f"chmod 666 {q(str(notebook))}", f"mv {q(str(handin))} {q(str(inbound / f'student3+{PS1}+taken'))}",
+                f"rm -rf {q(str(handin))}"]
+    for attempt in attempts:
+        done = as_user("student3", attempt)
+        assert done.returncode != 0, f"student3 could: {attempt}"
+    assert tree(handin) == before
+    instructors = grp.getgrnam("attnkit-instructors").gr_gid
+    assert all(gid == instructors and mode & 0o007 == 0 for mode, _, gid, _ in before.values()), before
+    assert stat.S_IMODE(handin.stat().st_mode) == 0o750 and stat.S_IMODE(notebook.stat().st_mode) == 0o640
+
+
+def test_the_checkout_the_hub_was_set_up_from_is_closed_to_students(places):
+    """setup (here the browser test's own, as in CI) closed the checkout: its solutions and reference modules
+    cannot be read or imported by a student."""
+    reference = ROOT / "lib" / "grader" / "attnkit_assignments" / PS1 / "reference.py"
+    importing = (f"python -c 'import sys; sys.path.insert(0, \"{ROOT}/lib/grader\"); "
+                 f"import attnkit_assignments.{PS1}.reference'")
+    for command in (f"ls {ROOT}", f"cat {ROOT}/source/{PS1}/{PS1}.ipynb", f"cat {reference}", importing):
+        done = as_user("student3", command)
+        assert done.returncode != 0, f"student3 could: {command}"
+    assert reference.is_file()
+
+
 def test_submitting_as_another_student_or_backdated_is_refused_at_collect(places):
-    fetched = as_user("student3", f"nbgrader fetch_assignment {PS1} && nbgrader submit {PS1} --student=student1")
+    fetched = as_user("student3", f"{{ [ -d {PS1} ] || nbgrader fetch_assignment {PS1}; }} && "
+                                  f"nbgrader submit {PS1} --student=student1")
     assert fetched.returncode == 0, fetched.stderr          # nbgrader itself lets it through
     yesterday = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=1))
     stamp = yesterday.strftime("%Y-%m-%d %H:%M:%S.%f UTC")
@@ -79,12 +122,13 @@ def test_submitting_as_another_student_or_backdated_is_refused_at_collect(places
     made = as_user("student3", f"mkdir '{forged}' && cp {PS1}/{PS1}.ipynb '{forged}/' && "
                                f"echo '{stamp}' > '{forged}/timestamp.txt' && touch -d yesterday '{forged}'/*")
     assert made.returncode == 0, made.stderr
-    collected = subprocess.run(["runuser", "-u", "instructor", "--", "env", "-i", "HOME=/home/instructor",
-                                f"PATH={hub.PREFIX}/bin:{VENV}:/usr/bin:/bin", "attnkit", "collect", PS1],
-                               cwd=places["course"], text=True, capture_output=True)
+    collected = as_user("instructor", f"attnkit collect {PS1}", cwd=places["course"])
     assert collected.returncode == 1, collected.stdout + collected.stderr
     assert "owned by student3, not by student1" in collected.stdout, collected.stdout
     assert "handmade" in collected.stdout and "backdated, postdated or changed later" in collected.stdout
+    # nbgrader's own command goes through the same checks (the hub's CheckedCollect)
+    typed = as_user("instructor", f"nbgrader collect --update {PS1}", cwd=places["course"])
+    assert "owned by student3, not by student1" in typed.stderr and "handmade" in typed.stderr, typed.stderr
     submitted = places["course"] / "submitted"
     assert not (submitted / "student3").exists()
     # student1's own hand-in (the correct answer typed in the browser) is what stays in submitted/
@@ -114,7 +158,7 @@ def test_twice_late_and_broken_handins_are_graded_as_the_course_says(course, pla
     for assignment in (PS1, PS2):
         collected = as_instructor("attnkit", "collect", assignment, check=False)   # refusals above stay
         assert "collected student3" in collected, collected
-        course.grade(assignment)
+        as_instructor("attnkit", "grade", assignment)
     with Gradebook(f"sqlite:///{places['course']}/gradebook.db", course.COURSE_ID) as gradebook:
         late = gradebook.find_submission(PS1, "student3")
         assert late.total_seconds_late > 0 and late.late_submission_penalty == late.score == 6.0
