@@ -1,7 +1,7 @@
 """Checks for the graded notebooks: points per check, messages a student can act on, nothing on stderr.
 
 A test cell builds a ``Checks`` for its points, runs each check in a ``with checks(what, points):``
-block and ends with ``checks.score()``, whose value nbgrader reads as the cell's partial credit.
+block and ends with ``Checks.score()``, whose value nbgrader reads as the cell's partial credit.
 One failing block costs its own points and no others: every exception is caught and explained.
 Nothing here solves an exercise; the helpers only compare, measure and explain.
 

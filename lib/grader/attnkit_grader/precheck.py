@@ -20,7 +20,7 @@ from .release_cells import grade_id_of
 NOISE = {".ipynb_checkpoints", "__pycache__", ".DS_Store", "timestamp.txt",
          "submission_secret.txt"}           # nbgrader's exchange writes the last two into every hand-in
 # The kit's reference solutions: student code that names them is worth the instructor's look.
-REFERENCE_MODULES = ("attnkit_assignments", "attnkit.solutions")
+REFERENCE_MODULES = ("attnkit_assignments",)
 
 
 @dataclass(frozen=True)
