@@ -133,6 +133,7 @@ site: $(SITE_STAMP) $(MATHJAX)/es5/tex-mml-chtml.js
 	$(PY) site/build.py --mathjax $(MATHJAX)
 
 # The site in Chromium (tests_site/): each language's home page and a lecture, its figures, formulas,
-# language switch and launch links, with every request off 127.0.0.1 refused. Screenshots: build/site-artifacts/.
+# language switch and launch links, and its search, with every request off 127.0.0.1 refused.
+# Screenshots: build/site-artifacts/.
 test-site: site browser-tools
 	$(PY) -m pytest -p no:cacheprovider -p no:randomly -o addopts="-ra" tests_site -v

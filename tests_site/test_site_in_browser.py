@@ -4,8 +4,9 @@ Run by ``make test-site`` after ``make site`` (it reads build/site/, or $SITE_DI
 127.0.0.1 and every request to any other host is refused and reported: pages must render offline. For each
 language, the home page and one lecture: the language switch leads to the same page in the other languages,
 every figure of the notebook is an image the browser decoded, every formula was typeset by MathJax with no
-TeX left over, and the lecture links to the course's JupyterHub and to Binder; and one assignment, shown in
-the language's own edition (release/NAME_LANG/), whose launch links open that edition. Screenshots:
+TeX left over, and the lecture links to the course's JupyterHub and to Binder; one assignment, shown in
+the language's own edition (release/NAME_LANG/), whose launch links open that edition; and the search page,
+which finds a word of the language (in Chinese, one that only a word segmenter indexes). Screenshots:
 build/site-artifacts/.
 """
 
@@ -177,6 +178,30 @@ def test_a_lecture_shows_its_figures_and_typeset_formulas(page, server, language
         assert href == f"{server}/{other}/lectures/{LECTURE}.html", (other, href)
         page.goto(href)
         assert heading(page) == title_of(LANGUAGES[other] / f"{LECTURE}.ipynb")
+
+
+# A word of each language's lectures and where it must be found: in Chinese, a word only a word segmenter
+# (jieba) puts in the index, since Chinese writes no spaces between words.
+SEARCHES = {"en": ("positional", "lectures/03_positional_encoding"),
+            "fr": ("requêtes", "lectures/01_self_attention"),
+            "zh": ("注意力", "lectures/01_self_attention")}
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+def test_search_finds_a_word_of_the_language(page, server, language):
+    word, expected = SEARCHES[language]
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"{server}/{language}/search.html?q={word}")
+    try:        # Sphinx's search fills the summary line when it has listed every result
+        page.wait_for_function("() => document.querySelector('#search-results .search-summary')?.innerText",
+                               timeout=10_000)
+    except Exception:  # noqa: BLE001 - a search that never finished: the assertions below say why
+        pass
+    page.screenshot(path=str(ARTIFACTS / f"{language}-search.png"))
+    assert not errors, f"the search page raised: {errors}"
+    found = page.eval_on_selector_all("#search-results ul.search li a", "links => links.map(a => a.href)")
+    assert any(f"/{language}/{expected}.html" in href for href in found), (word, found)
 
 
 @pytest.mark.parametrize("language", list(LANGUAGES))
