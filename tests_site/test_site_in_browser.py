@@ -6,8 +6,9 @@ language, the home page and one lecture: the language switch leads to the same p
 every figure of the notebook is an image the browser decoded, every formula was typeset by MathJax with no
 TeX left over, and the lecture links to the course's JupyterHub and to Binder; one assignment, shown in
 the language's own edition (release/NAME_LANG/), whose launch links open that edition; and the search page,
-which finds a word of the language (in Chinese, one that only a word segmenter indexes). Screenshots:
-build/site-artifacts/.
+which finds a word of the language (in Chinese, one that only a word segmenter indexes); and the guide, whose
+students' page is in every language and whose other pages, in English only, switch to the other languages'
+home pages. Screenshots: build/site-artifacts/.
 """
 
 import functools
@@ -232,3 +233,35 @@ def test_an_assignment_page_shows_the_languages_edition(page, server, language):
         page.goto(href)
         assert heading(page) == title_of(ROOT / "release" / (ASSIGNMENT if other == "en" else f"{ASSIGNMENT}_{other}")
                                           / f"{ASSIGNMENT}.ipynb")
+
+
+GUIDE_TITLES = {"en": "For students", "fr": "Pour les étudiants", "zh": "学生指南"}
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+def test_the_students_guide_is_in_every_language(page, server, language):
+    page.goto(f"{server}/{language}/index.html")
+    listed = page.eval_on_selector_all("article a.reference.internal", "links => links.map(a => a.href)")
+    assert f"{server}/{language}/guide/students.html" in listed
+    page.goto(f"{server}/{language}/guide/students.html")
+    page.screenshot(path=str(ARTIFACTS / f"{language}-guide-students.png"), full_page=True)
+    assert heading(page) == GUIDE_TITLES[language]
+    assert page.locator("article table").count() == 1          # the lectures
+    links, current = language_switch(page)
+    assert current == [language] and set(links) == set(LANGUAGES) - {language}
+    for other, href in links.items():
+        assert href == f"{server}/{other}/guide/students.html", (other, href)
+
+
+def test_the_guide_pages_in_english_only_switch_to_the_other_home_pages(page, server):
+    page.goto(f"{server}/en/index.html")
+    listed = page.eval_on_selector_all("article a.reference.internal", "links => links.map(a => a.href)")
+    guide = sorted(p.stem for p in (ROOT / "site" / "pages" / "en" / "guide").glob("*.md"))
+    for name in guide:
+        assert f"{server}/en/guide/{name}.html" in listed, name
+    page.goto(f"{server}/en/guide/instructors.html")
+    page.screenshot(path=str(ARTIFACTS / "en-guide-instructors.png"), full_page=True)
+    assert heading(page) == "For instructors"
+    assert page.locator("article h2").count() >= 5 and page.locator("article pre").count() >= 3
+    links, _ = language_switch(page)
+    assert links == {"fr": f"{server}/fr/index.html", "zh": f"{server}/zh/index.html"}, links
