@@ -13,7 +13,9 @@ every docstring and comment in lib/:
 - the target of a Sphinx role (``:func:`judge```, ``:mod:`.in_kernel```) is a claim too, a bare name being
   looked up in the module itself (or its class);
 - file names (``checks.py``, ``outputs.npz``) and names that start with anything else (``torch.Tensor``,
-  a local variable such as ``spec.hint``) are not checked.
+  a local variable such as ``spec.hint``) are not checked;
+- a link into the course guide, a path ``site/pages/LANG/...md`` with or without ``#anchor`` (docstrings
+  link to the guide instead of restating it), must name a page of the repository and one of its headings.
 Run as a script to list every claim it checked: ``.venv/bin/python tests/test_docstring_references.py``.
 """
 
@@ -26,11 +28,15 @@ import sys
 import tokenize
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT / "site"))
+from linkcheck import markdown_target_problem  # noqa: E402  (a module of site/, not a package)
 from test_layout import PACKAGES, modules  # noqa: E402  (a test module of this folder, not a package)
 
 # A dotted name standing alone (not inside a path, a URL or a longer dotted name).
 DOTTED = re.compile(r"(?<![\w./<>-])\.?[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?![\w/-])")
+GUIDE_LINK = re.compile(r"site/pages/[\w/.-]+?\.md(?:#[\w-]+)?")
 ROLE = re.compile(r":(?:mod|func|class|meth|attr|data|exc|obj):`~?(\.?[A-Za-z_][\w.]*)`")
 # Name parts that make a dotted name a file name, not a module path.
 FILE_SUFFIXES = {"py", "ipynb", "json", "jsonl", "csv", "txt", "png", "html", "md", "npz", "toml", "yml", "yaml",
@@ -153,6 +159,8 @@ def claims(module_name, path, aliases):
             if name.startswith(".") or parts[0] in PACKAGES or parts[0] in aliases:
                 names.add((match.start(), name))
         found += [(line + text.count("\n", 0, start), name, check(name, cls_name)) for start, name in sorted(names)]
+        found += [(line + text.count("\n", 0, match.start()), match.group(),
+                   markdown_target_problem(match.group(), ROOT, ROOT) is None) for match in GUIDE_LINK.finditer(text)]
     return found
 
 
@@ -166,8 +174,7 @@ def every_claim():
 def test_docstrings_and_comments_name_modules_and_attributes_that_exist():
     found = every_claim()
     assert len(found) > 50, "the scan found almost no names: is the rule still reading the docstrings?"
-    broken = [f"{path.relative_to(PACKAGES['attnkit'].parents[1])}:{line}: {name}" for path, line, name, ok in found
-              if not ok]
+    broken = [f"{path.relative_to(ROOT)}:{line}: {name}" for path, line, name, ok in found if not ok]
     assert not broken, "names in docstrings or comments that do not import (renamed or removed?):\n" + \
         "\n".join(broken)
 
@@ -180,8 +187,12 @@ def test_the_rule_catches_a_stale_name_and_passes_a_live_one():
     assert not resolve_absolute("attnkit.solutions")
     assert DOTTED.findall("see checks.py, `registry.make_inputs()` and e.g. build/site/en.html") == \
         ["checks.py", "registry.make_inputs", "e.g"]
+    assert markdown_target_problem("site/pages/en/guide/grading.md#checks-and-their-points", ROOT, ROOT) is None
+    assert markdown_target_problem("site/pages/en/guide/grading.md#no-such-heading", ROOT, ROOT)
+    assert GUIDE_LINK.findall("policy: site/pages/en/guide/grading.md#checks-and-their-points.") == \
+        ["site/pages/en/guide/grading.md#checks-and-their-points"]
 
 
 if __name__ == "__main__":
     for path, line, name, ok in every_claim():
-        print(f"{'ok  ' if ok else 'FAIL'} {path.relative_to(PACKAGES['attnkit'].parents[1])}:{line} {name}")
+        print(f"{'ok  ' if ok else 'FAIL'} {path.relative_to(ROOT)}:{line} {name}")
