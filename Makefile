@@ -114,7 +114,8 @@ test-browser: browser-tools hub-setup
 	$(PY) -m pytest -p no:cacheprovider -p no:randomly -o addopts="-ra" tests_browser -v
 
 # The course's website (site/, Sphinx + myst-nb + pydata-sphinx-theme, the `site` extra): the committed
-# executed notebooks in English, French and Chinese, never re-executed, in build/site/ (one tree per language).
+# executed notebooks in English, French and Chinese, never re-executed, and the guide (site/pages/LANG/guide/),
+# in build/site/ (one tree per language).
 # MathJax 3 comes from the npm registry into build/site-npm/ and is served from the site itself. The build
 # fails on any Sphinx warning and on a broken internal link or image (site/linkcheck.py).
 .PHONY: site test-site
@@ -133,6 +134,7 @@ site: $(SITE_STAMP) $(MATHJAX)/es5/tex-mml-chtml.js
 	$(PY) site/build.py --mathjax $(MATHJAX)
 
 # The site in Chromium (tests_site/): each language's home page and a lecture, its figures, formulas,
-# language switch and launch links, with every request off 127.0.0.1 refused. Screenshots: build/site-artifacts/.
+# language switch and launch links, and its search, with every request off 127.0.0.1 refused.
+# Screenshots: build/site-artifacts/.
 test-site: site browser-tools
 	$(PY) -m pytest -p no:cacheprovider -p no:randomly -o addopts="-ra" tests_site -v

@@ -4,9 +4,9 @@
 
 One Sphinx build per language (conf.py beside this file), each in a tree of its own: OUT/en/, OUT/fr/,
 OUT/zh/, plus OUT/index.html to choose one (Sphinx builds in build/site-work/html/LANG/, which is copied).
-The pages of a language are staged first in build/site-work/src/LANG/: the home page
-(site/pages/LANG/index.md), the lectures (course/NAME.ipynb, course/fr/..., course/zh/...) and the
-assignments in the language's edition (release/NAME/NAME.ipynb, release/NAME_fr/NAME.ipynb,
+The pages of a language are staged first in build/site-work/src/LANG/: its own pages (site/pages/LANG/:
+the home page, index.md, and the guide, guide/*.md), the lectures (course/NAME.ipynb, course/fr/...,
+course/zh/...) and the assignments in the language's edition (release/NAME/NAME.ipynb, release/NAME_fr/NAME.ipynb,
 release/NAME_zh/NAME.ipynb), each as assignments/NAME.ipynb: the same page names in every language.
 Notebooks are read, never executed. MathJax comes from the npm package given by --mathjax, copied into each
 language's _static/.
@@ -14,6 +14,8 @@ Exit status 1 on any Sphinx warning or on a broken internal link or image (site/
 """
 
 import argparse
+import base64
+import json
 import os
 import shutil
 import subprocess
@@ -32,6 +34,28 @@ NAMES = {"en": "English", "fr": "Français", "zh": "中文"}
 # What the pages use of MathJax 3: the TeX + MathML component, its CommonHTML fonts, the TeX extensions
 # that it loads on demand (\boldsymbol, \mathbb...); 2 MB instead of the package's 24.
 MATHJAX_FILES = ("es5/tex-mml-chtml.js", "es5/output/chtml/fonts/woff-v2", "es5/input/tex/extensions")
+# The README's picture: a figure of lecture 1 (the notebook, the id of the cell that draws it), committed as a
+# PNG file that every build rewrites from the notebook when they differ (tests/test_site.py fails until then).
+README_FIGURE = (ROOT / "course" / "01_self_attention.ipynb", "e41b3359")
+README_FIGURE_FILE = SITE / "_static" / "attention-in-three-places.png"
+
+
+def lecture_figure(notebook, cell_id):
+    """The PNG bytes of the first figure that cell ``cell_id`` of ``notebook`` outputs, as committed."""
+    for cell in json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]:
+        if cell.get("id") == cell_id:
+            for output in cell.get("outputs", []):
+                if "image/png" in output.get("data", {}):
+                    return base64.b64decode(output["data"]["image/png"])
+            raise SystemExit(f"site: cell {cell_id} of {notebook} has no figure (the README's picture)")
+    raise SystemExit(f"site: {notebook} has no cell {cell_id} (the README's picture): update README_FIGURE")
+
+
+def write_readme_figure():
+    """site/_static/: the README's picture, rewritten only when the lecture's figure changed."""
+    figure = lecture_figure(*README_FIGURE)
+    if not README_FIGURE_FILE.exists() or README_FIGURE_FILE.read_bytes() != figure:
+        README_FIGURE_FILE.write_bytes(figure)
 
 
 def copy_if_changed(source, target):
@@ -46,7 +70,8 @@ def copy_if_changed(source, target):
 def stage(language, staged):
     """build/site-work/src/LANG/: the pages of one language, under the names its site uses; return the folder."""
     folder = staged / language
-    wanted = {folder / "index.md": SITE / "pages" / language / "index.md"}
+    pages = SITE / "pages" / language                  # the home page and the guide's pages
+    wanted = {folder / page.relative_to(pages): page for page in sorted(pages.rglob("*.md"))}
     lectures = ROOT / "course" if language == "en" else ROOT / "course" / language
     for lecture in sorted(lectures.glob("*.ipynb")):
         wanted[folder / "lectures" / lecture.name] = lecture
@@ -125,6 +150,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     out, work = Path(args.out).resolve(), Path(args.work).resolve()
     started = time.monotonic()
+    write_readme_figure()
     mathjax_static = stage_mathjax(args.mathjax, work)
     staged = {language: stage(language, work / "src") for language in LANGUAGES}
     failed, running, waiting = [], [], list(args.languages)

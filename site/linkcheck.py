@@ -1,6 +1,7 @@
 """Check a built site without the network: every internal link, image, script and stylesheet resolves.
 
     python site/linkcheck.py build/site
+    python site/linkcheck.py README.md        (a Markdown file: its relative links, see check_markdown)
 
 For each page (HTML file outside _static/): every relative ``href``/``src`` must name a file of the site (a folder means its
 index.html), and a ``#fragment`` must be an ``id`` (or ``name``) in the page it points to. Scripts,
@@ -9,6 +10,7 @@ render offline, so that is an error too. Links to other sites (the JupyterHub an
 reference) are not followed.
 """
 
+import re
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
@@ -84,12 +86,71 @@ def check_site(root):
     return problems
 
 
+# Markdown sources: the README links into the guide by relative paths to the guide's source pages
+# (site/pages/LANG/guide/NAME.md), which resolve on a code host, in a clone and in an editor alike.
+_FENCE = re.compile(r"^(```|~~~).*?^\1", re.M | re.S)
+_CODE = re.compile(r"`[^`\n]*`")
+_LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+_HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$", re.M)
+
+
+def slug(heading):
+    """The anchor a code host (and MyST's heading anchors) give a Markdown heading: lower case, punctuation
+    dropped, spaces made hyphens ("On the course's JupyterHub" -> "on-the-courses-jupyterhub")."""
+    text = _CODE.sub(lambda m: m.group()[1:-1], heading).strip().lower()
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)              # a link in a heading: its text
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def markdown_anchors(path):
+    """The anchors of a Markdown file's headings (code blocks left out); a repeated one gets -1, -2..."""
+    anchors, seen = set(), {}
+    for heading in _HEADING.findall(_FENCE.sub("", Path(path).read_text(encoding="utf-8"))):
+        base = slug(heading)
+        anchors.add(base if base not in seen else f"{base}-{seen[base]}")
+        seen[base] = seen.get(base, 0) + 1
+    return anchors
+
+
+def markdown_target_problem(target, base, root):
+    """Why the relative link ``target`` of a Markdown file in folder ``base`` is broken, or None: it must name
+    a file or folder inside ``root`` and, for a Markdown file, a ``#fragment`` must be one of its headings."""
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc:
+        return None                                   # another site: not followed
+    path = (Path(base) / unquote(parts.path)).resolve() if parts.path else None
+    root = Path(root).resolve()
+    if path is not None and root != path and root not in path.parents:
+        return f"{target!r} points outside {root}"
+    if path is not None and not path.exists():
+        return f"{target!r} names no file"
+    if parts.fragment and (path is None or path.suffix == ".md"):
+        if unquote(parts.fragment) not in markdown_anchors(path or base):
+            return f"{target!r}: no heading with the anchor {parts.fragment!r}"
+    return None
+
+
+def check_markdown(path, root):
+    """The broken relative links and images of the Markdown file ``path`` (code left out), as sentences."""
+    path = Path(path).resolve()
+    text = _CODE.sub("", _FENCE.sub("", path.read_text(encoding="utf-8")))
+    problems = []
+    for target in _LINK.findall(text):
+        problem = markdown_target_problem(target, path if target.startswith("#") else path.parent, root)
+        if problem:
+            problems.append(f"{path.name}: {problem}")
+    return problems
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
         print(__doc__, file=sys.stderr)
         return 2
-    problems = check_site(argv[0])
+    if argv[0].endswith(".md"):
+        problems = check_markdown(argv[0], Path(argv[0]).resolve().parent)
+    else:
+        problems = check_site(argv[0])
     for problem in problems:
         print(problem)
     print(f"{len(problems)} problem(s)")

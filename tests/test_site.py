@@ -1,8 +1,10 @@
-"""The website's own checks, without building it: the link check finds what would break offline, and the
-pages link each notebook to where the student edition holds it (site/linkcheck.py, site/conf.py).
+"""The website's own checks, without building it: the link check finds what would break offline, the
+pages link each notebook to where the student edition holds it (site/linkcheck.py, site/conf.py), and the
+README, a front door, links into the guide's pages by paths that resolve.
 The built site in a browser: tests_site/ (make test-site)."""
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -10,12 +12,23 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "site"))
-from linkcheck import check_site  # noqa: E402
+from linkcheck import check_markdown, check_site, markdown_anchors, slug  # noqa: E402
+
+README = ROOT / "README.md"
+GUIDE = ROOT / "site" / "pages" / "en" / "guide"
 
 
 def _write(path, html):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"<!DOCTYPE html><html><head></head><body>{html}</body></html>", encoding="utf-8")
+
+
+def _site_build():
+    """site/build.py as a module (a script of site/, not PyPI's ``build``)."""
+    spec = importlib.util.spec_from_file_location("site_build", ROOT / "site" / "build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    return build
 
 
 def test_link_check_reports_broken_links_missing_images_anchors_and_remote_assets(tmp_path):
@@ -90,9 +103,7 @@ def test_an_assignments_launch_links_open_the_languages_edition(monkeypatch, lan
 
 
 def test_each_language_stages_its_edition_of_the_assignments_under_the_same_name(tmp_path, monkeypatch):
-    spec = importlib.util.spec_from_file_location("site_build", ROOT / "site" / "build.py")   # not PyPI's build
-    build = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build)
+    build = _site_build()
     for folder in ("course", "course/fr", "course/zh"):
         (tmp_path / folder).mkdir(parents=True)
         (tmp_path / folder / "01_lecture.ipynb").write_text(folder)
@@ -128,3 +139,41 @@ def test_language_switch_links_the_same_page_or_the_home_page(conf, tmp_path):
                       ("fr", "Français", "../../fr/lectures/01_self_attention.html", True),
                       ("zh", "中文", "../../zh/index.html", False)]
     assert conf.language_switch(App, "index")[2] == ("zh", "中文", "../zh/index.html", False)
+
+
+def test_the_readme_is_a_front_door_whose_links_into_the_guide_resolve():
+    """Every relative link of README.md names a file of the repository and, for a page of the guide, one of its
+    headings; every page of the guide is linked; the README stays under 8 kB (the guide holds the rest)."""
+    problems = check_markdown(README, ROOT)
+    assert not problems, "broken links in README.md:\n" + "\n".join(problems)
+    linked = {link.split("#")[0] for link in re.findall(r"\]\((site/pages/[^)\s]+)\)", README.read_text())}
+    pages = {page.relative_to(ROOT).as_posix() for page in GUIDE.glob("*.md")}
+    assert pages <= linked, f"guide pages the README does not link: {sorted(pages - linked)}"
+    assert README.stat().st_size <= 8 * 1024, f"README.md is {README.stat().st_size} bytes: move the detail to the guide"
+
+
+def test_the_markdown_link_check_finds_missing_files_and_anchors(tmp_path):
+    (tmp_path / "guide").mkdir()
+    (tmp_path / "guide" / "page.md").write_text("# For instructors\n\n## On the course's `make hub`\n\n"
+                                                "```bash\n# not a heading\n```\n\n## Reports\n\n## Reports\n")
+    (tmp_path / "README.md").write_text(
+        "[ok](guide/page.md) [ok](guide/page.md#on-the-courses-make-hub) [ok](guide/page.md#reports-1) "
+        "[ok](#a-heading) [ok](https://example.org/x.md#nowhere) `[code](gone.md)`\n\n# A heading\n\n"
+        "[bad](guide/gone.md) [bad](guide/page.md#not-a-heading) [bad](guide/page.md#reports-2) "
+        "![bad](missing.png) [bad](#nowhere) [bad](../outside.md)\n")
+    assert markdown_anchors(tmp_path / "guide" / "page.md") == {"for-instructors", "on-the-courses-make-hub",
+                                                                 "reports", "reports-1"}
+    problems = check_markdown(tmp_path / "README.md", tmp_path)
+    expected = ("guide/gone.md", "#not-a-heading", "#reports-2", "missing.png", "'#nowhere'", "../outside.md")
+    assert len(problems) == len(expected), problems
+    for fragment in expected:
+        assert sum(fragment in problem for problem in problems) == 1, (fragment, problems)
+    assert slug("Written answers and the three editions") == "written-answers-and-the-three-editions"
+
+
+def test_the_readme_picture_is_the_lectures_figure():
+    """site/_static/'s PNG is the lecture's committed figure, byte for byte (make site rewrites it)."""
+    build = _site_build()
+    assert build.README_FIGURE_FILE.read_bytes() == build.lecture_figure(*build.README_FIGURE), \
+        "the README's picture differs from the lecture's figure: run make site and commit the PNG"
+    assert build.README_FIGURE_FILE.relative_to(ROOT).as_posix() in README.read_text()

@@ -5,7 +5,7 @@ edition (ps1_learnable_pe_fr): each logs in on the hub's login page, fetches the
 Assignment List, which offers the three languages, types the answer into the cell, saves, validates and
 submits. student3 then hands in PS1 in student2's name from a shell. The instructor collects with the
 Formgrader's Collect button (the forgery is refused by name, both genuine hand-ins are collected as one
-assignment), then types README's loop into JupyterLab's terminal (attnkit collect, attnkit grade, sandboxed
+assignment), then types the hub guide's loop into JupyterLab's terminal (attnkit collect, attnkit grade, sandboxed
 through the door, attnkit release-feedback; nbgrader autograde refused) and sees the Formgrader's Autograde
 button refuse too; each student fetches the feedback under their edition's name and reads the score the
 gradebook holds.
@@ -259,7 +259,7 @@ def type_command(page, line, log, status_file, timeout=600):
 
 
 def test_the_instructor_grades_and_releases_feedback_from_jupyterlabs_terminal(course, new_page):
-    """README's loop typed into JupyterLab's terminal (a login shell: PATH from the course's profile script),
+    """The hub guide's loop typed into JupyterLab's terminal (a login shell: PATH from the course's profile script),
     as the instructor, no sudo typed: release, collect (the forged hand-in is refused again: exit 1), grade
     (sandboxed, through the door), release feedback. nbgrader's own autograde is refused there, naming
     attnkit grade."""
@@ -376,7 +376,7 @@ def test_a_lecture_runs_all_without_error_and_with_its_figures(course, new_page,
 @pytest.mark.parametrize("locale, file_menu", [("fr_FR", "Fichier"), ("zh_CN", "文件")])
 def test_jupyterlab_speaks_the_students_language(course, new_page, locale, file_menu):
     """The hub's environment holds JupyterLab's French and Chinese language packs: student3 switches the
-    language as README says (the setting Settings -> Language writes), JupyterLab reloads in it, and back."""
+    language as the students' guide says (the setting Settings -> Language writes), JupyterLab reloads in it, and back."""
     page = new_page()
     log_in(page, "student3", f"language-{locale}")
     api = f"{URL}/user/student3/lab/api"

@@ -4,9 +4,11 @@ Run by ``make test-site`` after ``make site`` (it reads build/site/, or $SITE_DI
 127.0.0.1 and every request to any other host is refused and reported: pages must render offline. For each
 language, the home page and one lecture: the language switch leads to the same page in the other languages,
 every figure of the notebook is an image the browser decoded, every formula was typeset by MathJax with no
-TeX left over, and the lecture links to the course's JupyterHub and to Binder; and one assignment, shown in
-the language's own edition (release/NAME_LANG/), whose launch links open that edition. Screenshots:
-build/site-artifacts/.
+TeX left over, and the lecture links to the course's JupyterHub and to Binder; one assignment, shown in
+the language's own edition (release/NAME_LANG/), whose launch links open that edition; and the search page,
+which finds a word of the language (in Chinese, one that only a word segmenter indexes); and the guide, whose
+students' page is in every language and whose other pages, in English only, switch to the other languages'
+home pages. Screenshots: build/site-artifacts/.
 """
 
 import functools
@@ -179,6 +181,30 @@ def test_a_lecture_shows_its_figures_and_typeset_formulas(page, server, language
         assert heading(page) == title_of(LANGUAGES[other] / f"{LECTURE}.ipynb")
 
 
+# A word of each language's lectures and where it must be found: in Chinese, a word only a word segmenter
+# (jieba) puts in the index, since Chinese writes no spaces between words.
+SEARCHES = {"en": ("positional", "lectures/03_positional_encoding"),
+            "fr": ("requêtes", "lectures/01_self_attention"),
+            "zh": ("注意力", "lectures/01_self_attention")}
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+def test_search_finds_a_word_of_the_language(page, server, language):
+    word, expected = SEARCHES[language]
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"{server}/{language}/search.html?q={word}")
+    try:        # Sphinx's search fills the summary line when it has listed every result
+        page.wait_for_function("() => document.querySelector('#search-results .search-summary')?.innerText",
+                               timeout=10_000)
+    except Exception:  # noqa: BLE001 - a search that never finished: the assertions below say why
+        pass
+    page.screenshot(path=str(ARTIFACTS / f"{language}-search.png"))
+    assert not errors, f"the search page raised: {errors}"
+    found = page.eval_on_selector_all("#search-results ul.search li a", "links => links.map(a => a.href)")
+    assert any(f"/{language}/{expected}.html" in href for href in found), (word, found)
+
+
 @pytest.mark.parametrize("language", list(LANGUAGES))
 def test_an_assignment_page_shows_the_languages_edition(page, server, language):
     edition = ASSIGNMENT if language == "en" else f"{ASSIGNMENT}_{language}"
@@ -207,3 +233,35 @@ def test_an_assignment_page_shows_the_languages_edition(page, server, language):
         page.goto(href)
         assert heading(page) == title_of(ROOT / "release" / (ASSIGNMENT if other == "en" else f"{ASSIGNMENT}_{other}")
                                           / f"{ASSIGNMENT}.ipynb")
+
+
+GUIDE_TITLES = {"en": "For students", "fr": "Pour les étudiants", "zh": "学生指南"}
+
+
+@pytest.mark.parametrize("language", list(LANGUAGES))
+def test_the_students_guide_is_in_every_language(page, server, language):
+    page.goto(f"{server}/{language}/index.html")
+    listed = page.eval_on_selector_all("article a.reference.internal", "links => links.map(a => a.href)")
+    assert f"{server}/{language}/guide/students.html" in listed
+    page.goto(f"{server}/{language}/guide/students.html")
+    page.screenshot(path=str(ARTIFACTS / f"{language}-guide-students.png"), full_page=True)
+    assert heading(page) == GUIDE_TITLES[language]
+    assert page.locator("article table").count() == 1          # the lectures
+    links, current = language_switch(page)
+    assert current == [language] and set(links) == set(LANGUAGES) - {language}
+    for other, href in links.items():
+        assert href == f"{server}/{other}/guide/students.html", (other, href)
+
+
+def test_the_guide_pages_in_english_only_switch_to_the_other_home_pages(page, server):
+    page.goto(f"{server}/en/index.html")
+    listed = page.eval_on_selector_all("article a.reference.internal", "links => links.map(a => a.href)")
+    guide = sorted(p.stem for p in (ROOT / "site" / "pages" / "en" / "guide").glob("*.md"))
+    for name in guide:
+        assert f"{server}/en/guide/{name}.html" in listed, name
+    page.goto(f"{server}/en/guide/instructors.html")
+    page.screenshot(path=str(ARTIFACTS / "en-guide-instructors.png"), full_page=True)
+    assert heading(page) == "For instructors"
+    assert page.locator("article h2").count() >= 5 and page.locator("article pre").count() >= 3
+    links, _ = language_switch(page)
+    assert links == {"fr": f"{server}/fr/index.html", "zh": f"{server}/zh/index.html"}, links

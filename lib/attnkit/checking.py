@@ -1,17 +1,13 @@
 """Checks for the graded notebooks: points per check, messages a student can act on, nothing on stderr.
 
 A test cell builds a ``Checks`` for its points, runs each check in a ``with checks(what, points):``
-block and ends with ``checks.score()``, whose value nbgrader reads as the cell's partial credit.
+block and ends with ``Checks.score()``, whose value nbgrader reads as the cell's partial credit.
 One failing block costs its own points and no others: every exception is caught and explained.
 Nothing here solves an exercise; the helpers only compare, measure and explain.
 
-Grading policy, the same as the sandboxed grader's trusted judge (in the instructor's grader):
-a check of structure (``kind="structure"``: shapes, dtypes, parameter count) or of a property
-(``kind="property"``: masked keys get 0, invariance under a shift, two versions agree) counts once a
-comparison with the expected values in the same cell passed, or failed with exactly the numbers of a
-known mistake (the message then names it: real work with one bug in it), since arrays with the right
-shape or property can be made without solving the exercise; a check worth 0 points is shown, never
-scored.
+Grading policy, the same here as in the instructor's graders: a check of structure or of a property
+counts only beside evidence of real work in its cell (:func:`has_evidence`). Written once in the course
+guide, site/pages/en/guide/grading.md in the kit's repository (the website's Guide, "Grading policy").
 
 Worked cases (``expect_worked``): small fixed inputs whose expected results, and the results of each
 known mistake of the course's bug catalogue, ship with this package as numbers (``attnkit/worked/``,
@@ -123,8 +119,8 @@ class Checks:
     """Collects the checks of one grade cell; ``score()`` returns the points earned as a plain float.
 
     ``points`` is the cell's value in nbgrader. When every check of the cell has run, the score is
-    the sum of the points of the checks that passed, where a passed structure check counts only if a
-    check of another kind passed too (see the module's docstring). In the student version the hidden
+    the sum of the points of the checks that passed, under the grading policy (see the module's
+    docstring). In the student version the hidden
     checks are absent, so the score is scaled to the checks that ran: a notebook that passes its
     visible checks then validates, and the hidden checks decide the grade.
     """
@@ -226,9 +222,9 @@ class Checks:
 
 
 def has_evidence(results):
-    """The points rule of every grade cell, in the notebooks and in the grader's judge alike: passed
-    structure and property checks count only if this is True, i.e. a scored check of the values passed,
-    or failed with exactly the numbers of a known mistake (real work with one bug in it).
+    """Whether a grade cell shows real work, so that its passed structure and property checks count: a
+    scored check of the values passed, or failed with exactly a known mistake's numbers (the grading
+    policy, site/pages/en/guide/grading.md; the notebooks and the grader's judge both ask this).
 
     ``results``: (points, passed, kind) or (points, passed, kind, matched) of each check of the cell.
     """

@@ -21,7 +21,7 @@ NOISE = {".ipynb_checkpoints", "__pycache__", ".DS_Store",
          "timestamp.txt", "submission_secret.txt",   # nbgrader's exchange writes these into every hand-in,
          "collect.json"}                             # and attnkit collect its record (exchange.RECORD)
 # The kit's reference solutions: student code that names them is worth the instructor's look.
-REFERENCE_MODULES = ("attnkit_assignments", "attnkit.solutions")
+REFERENCE_MODULES = ("attnkit_assignments",)
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,10 @@
 """Checks of problem set 1, decided by the trusted grader (never staged into a sandbox).
 
 ``CHECKS`` declares every check of the assignment once: the test cell it belongs to, the probe whose
-outputs it reads, what it checks (shown to students), its points, its kind (``values``: compared with
-the reference; ``structure`` and ``property``: count only beside a passing comparison in the same cell)
-and whether it is hidden (absent from the released notebook). ``make_inputs`` draws the probes'
-inputs, fresh for every submission. See ``attnkit_grader.judging`` for how they are decided.
+outputs it reads, what it checks (shown to students), its points, its kind (``values``, ``structure`` or
+``property``: see the grading policy, site/pages/en/guide/grading.md) and whether it is hidden (absent
+from the released notebook). ``make_inputs`` draws the probes' inputs, fresh for every submission. See
+``attnkit_grader.judging`` for how they are decided.
 """
 
 import numpy as np

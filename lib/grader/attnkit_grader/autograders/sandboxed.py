@@ -7,7 +7,7 @@ grading process, each driving its own sandbox under its own uid (:mod:`..isolati
    of the notebook as handed in, with every read-only cell (setup and test cells) put back as the
    RELEASE has it (a deleted one is put back in its place, a retyped one retyped back), so the sandbox
    never sees a hidden test, source/ or a reference solution;
-2. the trusted inputs ``judges.make_inputs(assignment, seed)``, with a seed derived from the course
+2. the trusted inputs ``registry.make_inputs(assignment, seed)``, with a seed derived from the course
    id, the assignment and the student (so a parallel and a sequential run give the same grades);
 3. ``notebook_run.run_notebook`` runs the cells, then the probes, in bubblewrap with resource limits:
    started by this process (as root, or in a user namespace), or, where a door is configured (the course's
@@ -20,8 +20,8 @@ Then, in the main thread only: the judge decides every check from the probe outp
 (``judges.judge``), the feedback page is written, the scores go into the gradebook through nbgrader's
 API (``auto_score`` of each grade cell; manual scores are kept, written answers await the
 formgrader as with nbgrader), nbgrader's autograded copy is written for the formgrader
-(:mod:`.autograded`: the restored notebook, the text its cells printed in the sandbox, the verdicts
-under the test cells), and one line is appended to the journal (:mod:`.journal`). A submission
+(:mod:`..autograded_notebook`: the restored notebook, the text its cells printed in the sandbox, the verdicts
+under the test cells), and one line is appended to the journal (:mod:`..journal`). A submission
 already in the journal (same student, assignment, notebook sha256 and grader) is not run again: its
 recorded verdict (and the output kept for its copy) is written back, so a batch killed with ``kill -9``
 resumes with the same grades and the same copies.
@@ -436,7 +436,7 @@ class SandboxAutograder(Autograder):
                        resumed=resumed)
 
     def write_autograded(self, plan, entry):
-        """nbgrader's autograded/STUDENT/ASSIGNMENT/NAME.ipynb for the formgrader (see :mod:`.autograded`).
+        """nbgrader's autograded/STUDENT/ASSIGNMENT/NAME.ipynb for the formgrader (see :mod:`..autograded_notebook`).
 
         A changed copy makes an nbgrader feedback/ page of the submission stale: it is removed (run
         ``nbgrader generate_feedback`` again after hand grading). Returns [] or the one issue saying why

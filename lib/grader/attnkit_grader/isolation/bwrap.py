@@ -22,7 +22,7 @@ RLIMIT_NPROC is not enforced for real root, so when this process is root the com
 unprivileged uid: bwrap (as root, no user namespace, all capabilities dropped but the four the next
 steps need) execs ``prlimit``, then ``chroot`` into :data:`JAIL` (where bwrap built the sandbox's file
 tree; its own root holds only what prlimit and chroot need), then ``setpriv``, which drops to
-``limits.uid`` with no capabilities, no supplementary groups and no_new_privs. The chroot is what keeps
+``Limits.uid`` with no capabilities, no supplementary groups and no_new_privs. The chroot is what keeps
 the sandbox from making user namespaces of its own (the kernel refuses CLONE_NEWUSER to a chrooted
 process, EPERM): in one it would hold every capability, mount file systems and build namespaces the
 limits above do not follow. Run as another user, bwrap makes a user namespace instead (unprivileged
@@ -83,12 +83,12 @@ class SandboxResult:
     exit_code: int = None            # the command's exit status (128 + N when signal N ended it)
     signal: int = None               # that signal N, if any
     timed_out: bool = False          # the parent's wall clock ran out and it killed the sandbox
-    output_exceeded: bool = False    # stdout + stderr went past limits.output; the sandbox was killed
+    output_exceeded: bool = False    # stdout + stderr went past Limits.output; the sandbox was killed
     channel_exceeded: bool = False
     oom_killed: bool = False         # the cgroup's memory limit was hit and the kernel killed a process
     cgroup: str = None               # "v1" or "v2" when a cgroup capped the whole sandbox, else None
-    seccomp: bool = False            # whether the system-call filter was installed (x86_64 only)
-    stdout: bytes = b""              # the first limits.output bytes
+    seccomp: bool = False            # whether the system-call filter was installed (x86_64 and aarch64)
+    stdout: bytes = b""              # the first Limits.output bytes
     stderr: bytes = b""
     files: dict = field(default_factory=dict)    # {name: bytes} the command sent on the pipe
     seconds: float = 0.0
@@ -187,7 +187,7 @@ def namespace_args(as_root):
 
 
 class Sandbox:
-    """Runs commands in bubblewrap sandboxes that see ``public_dir`` (from stage_public_package) as /opt/attnkit."""
+    """Runs commands in bubblewrap sandboxes that see ``public_dir`` (from :func:`.staging.stage_packages`) as /opt/attnkit."""
 
     def __init__(self, public_dir, limits=None, python=None, cgroups=None):
         """``cgroups``: cap the sandbox's memory and process count as a whole with a cgroup (None: where

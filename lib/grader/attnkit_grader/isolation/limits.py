@@ -10,7 +10,8 @@ class Limits:
     """Resource limits of one sandboxed run (bytes, seconds, counts)."""
 
     memory: int = 3 * GiB            # RLIMIT_AS of each process: the reference notebooks peak at 0.8-0.9 GiB,
-                                     # the PS2 memory probe needs < 4 GiB (judges.MEMORY_LENGTH)
+                                     # the PS2 memory probe needs < 4 GiB at its sequence length,
+                                     # attnkit_assignments.ps2_relative_pe.inputs.MEMORY_LENGTH
     total_memory: int = 4 * GiB      # all its processes and tmpfs files together (a cgroup, where writable)
     cpu_seconds: int = 300           # RLIMIT_CPU of each process: SIGXCPU, then SIGKILL 5 s later
     wall_seconds: float = 300.0      # the whole run, enforced by the parent (kills the process tree)

@@ -17,16 +17,9 @@ never imports or runs student code:
    shape.
 
 Points per check follow the notebooks' test cells (visible checks and hidden checks together), so the
-total per grade cell equals the cell's points. Most checks compare with the reference on the grader's
-inputs (kind ``values``). Some test a property of the submission's own numbers on those inputs, one that
-a sound but imperfect answer keeps (``property``: masked keys get exactly 0; logits do not change when
-the context shifts; the two causal versions agree). A few test structure only (``structure``: shapes,
-dtypes, one trainable parameter). Arrays with a property or a structure can be built from the inputs
-without computing the exercise, by a submission in control of its sandbox, so a passed property or
-structure check counts only once a comparison with the reference in the same cell passed
-(``attnkit.checking.has_evidence``, the rule the notebooks' ``Checks`` apply too). No flag the student's
-process reports is believed: ``pe_too_long`` ("the exception was a ValueError" is the submission's own
-report) is decided and shown but worth 0 points.
+total per grade cell equals the cell's points. Which checks count is the grading policy, written once in
+site/pages/en/guide/grading.md (the kinds ``values``, ``structure`` and ``property``;
+``attnkit.checking.has_evidence`` applies it here and in the notebooks alike).
 """
 
 import re
@@ -166,10 +159,8 @@ def judge(assignment, inputs, outputs, probe_errors=None):
     as ``attnkit_sandbox.channel.read_outputs`` returns them (key "*": the whole file was rejected).
     A probe with neither outputs nor an error (the notebook never got there) fails its checks.
 
-    A structure or property check counts only when a scored comparison with the reference in the same
-    cell passed, or failed with the numbers of a catalogued bug (:mod:`.variants`): arrays built to have
-    the right shape or property earn nothing on their own
-    (``attnkit.checking.Checks`` applies the same rule in the notebooks, so plain nbgrader agrees).
+    Structure and property checks count only beside evidence of work in their cell: the grading policy,
+    site/pages/en/guide/grading.md#checks-and-their-points.
     """
     decided = decide(assignment, inputs, outputs, probe_errors)
     cells = {}
