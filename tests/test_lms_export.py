@@ -154,9 +154,10 @@ def test_every_mismatch_is_reported_by_name_and_stops_the_export(course, tmp_pat
         assert expected in mismatches, expected
     assert len(mismatches.strip().splitlines()) == 6                   # the title and those five
     assert "grace / ps2_relative_pe: 1 cell(s) await a manual grade" in text
-    for note in ("line 12, Student, Test: Canvas's test student", "katherine / ps1_learnable_pe: nothing handed in: "
-                 "kept the LMS file's 'EX'", "grace / ps1_learnable_pe: 8 points minus a late penalty of 5 = 3",
-                 "ps2_relative_pe: no column titled 'ps2_relative_pe': added column"):
+    for note in ("line 12, Student, Test: Canvas's test student",
+                 "katherine / ps1_learnable_pe: no submission in the gradebook: kept the LMS file's 'EX'",
+                 "grace / ps1_learnable_pe: 8 points minus a late penalty of 5 = 3",
+                 "ps2_relative_pe: no column titled after it: added one, worth 23 points; Canvas creates"):
         assert note in text, note
     assert export(course, "canvas", FIXTURES / "canvas_gradebook.csv", out, "--allow-mismatches") == 1
     assert not out.exists()                                            # the ungraded cell still stops it
@@ -176,6 +177,8 @@ def test_moodle_grades_are_filled_by_email(course, tmp_path, capsys):
     assert by_email["katherine@example.org"] == ["7.00", ""]           # entered in Moodle: kept
     assert by_email["margaret@example.org"] == by_email["alan@example.org"] == by_email["don@example.org"] == ["-", ""]
     text = capsys.readouterr().out
+    assert "ada / ps1_learnable_pe: the LMS file's '-' replaced" not in text             # '-' is no grade
+    assert "katherine / ps1_learnable_pe: no submission in the gradebook: kept the LMS file's '7.00'" in text
     assert "barbara: the roster says 'Barbara Liskov', line 7 says 'Leslie Lamport'" in text
     assert "edsger (Edsger Dijkstra): no row with Email address 'edsger@example.org'" in text
 
@@ -192,6 +195,7 @@ def test_semicolons_crlf_and_the_utf8_mark_are_written_back(course, tmp_path, ca
     """Canvas writes ';' where decimals take a comma, and a byte-order mark on request: the copy keeps both."""
     table = rows(FIXTURES / "canvas_gradebook.csv")
     table[2][5:7] = ["5,00", "11,00"]                   # decimal commas, as in the locales that separate with ';'
+    table[3][6], table[4][6] = "9,50", "3,00"             # Ada's and Grace's ps1 cells already hold a grade
     buffer = io.StringIO()
     csv.writer(buffer, delimiter=";", lineterminator="\r\n").writerows(table)
     source = bad(tmp_path / "canvas.csv", "\ufeff" + buffer.getvalue())
@@ -200,7 +204,10 @@ def test_semicolons_crlf_and_the_utf8_mark_are_written_back(course, tmp_path, ca
     data = out.read_bytes()
     assert data.startswith("\ufeffStudent;ID;".encode("utf-8")) and data.count(b"\r\n") == data.count(b"\n") == 12
     assert rows(out, ";")[3][:7] == ["Lovelace, Ada", "1001", "S-1001", "ada", "Section 1", "4.00", "10"]
-    assert "is worth" not in capsys.readouterr().out                   # '11,00' is 11 points
+    text = capsys.readouterr().out
+    assert "is worth" not in text                                        # '11,00' is 11 points
+    assert "ada / ps1_learnable_pe: the LMS file's '9,50' replaced by 10" in text
+    assert "grace / ps1_learnable_pe: the LMS file's" not in text       # '3,00' is her 3 points
 
 
 def bad(path, text, encoding="utf-8"):
@@ -249,10 +256,15 @@ def test_nbgrader_export_takes_the_plugin(course, tmp_path, monkeypatch):
 
     monkeypatch.chdir(course)
     out = tmp_path / "nbgrader.csv"
+    arguments = ["--exporter=attnkit_grader.lms.plugins.CanvasExportPlugin", f"--to={out}",
+                 f"--CanvasExportPlugin.lms_csv={FIXTURES / 'canvas_gradebook.csv'}"]
     app = ExportApp()
-    app.initialize(["--exporter=attnkit_grader.lms.plugins.CanvasExportPlugin", f"--to={out}",
-                    f"--CanvasExportPlugin.lms_csv={FIXTURES / 'canvas_gradebook.csv'}",
-                    "--CanvasExportPlugin.allow_mismatches=True", "--CanvasExportPlugin.allow_ungraded=True"])
+    app.initialize(arguments)
+    with pytest.raises(ValueError, match="Canvas export stopped by mismatch and ungraded findings"):
+        app.start()
+    assert not out.exists()
+    app = ExportApp()
+    app.initialize(arguments + [f"--CanvasExportPlugin.{flag}=True" for flag in ("allow_mismatches", "allow_ungraded")])
     app.start()
     assert export(course, "canvas", FIXTURES / "canvas_gradebook.csv", tmp_path / "attnkit.csv",
                   "--allow-mismatches", "--allow-ungraded") == 0

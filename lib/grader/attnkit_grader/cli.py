@@ -108,8 +108,8 @@ def export_options(command, layout):
     command.add_argument("--column", action="append", type=column_pair, default=[], metavar="ASSIGNMENT=HEADER",
                          help="the LMS column of an assignment not titled after it (repeatable)")
     command.add_argument("--missing", choices=MISSING, default="zero",
-                         help="what a student who handed nothing in gets: zero (default) or blank (no grade); a "
-                              "value already in the LMS file is kept")
+                         help="what a student without a submission in the gradebook gets: zero (default) or blank "
+                              "(no grade); a value already in the LMS file is kept")
     command.add_argument("--allow-mismatches", action="store_true",
                          help="write the file although students are missing, extra, duplicated or named otherwise")
     command.add_argument("--allow-ungraded", action="store_true",

@@ -6,12 +6,13 @@ side only, an identity found twice on either side and a matched pair whose names
 only uniquely matched students are filled. Names are compared as words, in any order, without case, accents
 or commas ('Lovelace, Ada' is 'Ada Lovelace').
 
-What each cell gets (``missing``: 'zero' or 'blank' for students who handed nothing in):
+What each cell gets (``missing``: 'zero' or 'blank' for students without a submission):
 
 - a submission: its total (nbgrader's score minus the late penalty), replacing whatever the file held;
-- no submission: 0 (``missing='zero'``, as ``nbgrader export`` and the kit's reports count it) or an empty
-  cell (``'blank'``: no grade), but a value the LMS file already holds there (an excused ``EX``, a grade
-  entered in the LMS) is kept.
+- no submission in the gradebook (nothing handed in, or a hand-in the pre-check rejected): 0
+  (``missing='zero'``, as ``nbgrader export`` and the kit's reports count it) or an empty cell (``'blank'``:
+  no grade), but a value the LMS file already holds there (an excused ``EX``, a grade entered in the LMS) is
+  kept.
 """
 
 import re
@@ -22,6 +23,7 @@ from .report import Column, Export
 from .roster import FIELDS
 
 MISSING = ("zero", "blank")
+NO_GRADE = ("", "-")             # what both LMSs export, and import, for "no grade"
 
 
 def fill(layout, table, roster, totals, maxima, *, identifier=None, identity_column=None, match=None,
@@ -45,12 +47,12 @@ def fill(layout, table, roster, totals, maxima, *, identifier=None, identity_col
     if missing not in MISSING:
         raise ValueError(f"missing: expected one of {MISSING}, got {missing!r}")
     layout.check(table, argument)
-    key = table.column(header)
-    if key is None:
+    if table.column(header) is None:
         raise ValueError(f"{argument}: {table.path} has no {header!r} column to find students by (identifier "
                          f"{identifier!r}); its columns: {table.header}")
     report = Export(layout.NAME, str(table.path), header, field, roster=len(roster))
     targets = place_columns(layout, table, maxima, columns or {}, report)
+    key = table.column(header)                               # after the columns added
     pairs = pair(layout, table, key, roster, field, report)
     check_names(layout, table, key, pairs, report)
     for column in report.columns:
@@ -87,8 +89,7 @@ def place_columns(layout, table, maxima, columns, report):
             index = layout.add_column(table, title, points_text(maximum))
             found = {a: (i + 1 if i is not None and i >= index else i) for a, i in found.items()}
             found[assignment] = index
-            report.add("new_column", assignment=assignment, title=title, header=title, points=points_text(maximum),
-                       how=layout.NEW_COLUMN)
+            report.add("new_column", assignment=assignment, points=points_text(maximum), how=layout.NEW_COLUMN)
             report.columns.append(Column(assignment, title, maximum, new=True))
             continue
         index = found[assignment]
@@ -157,9 +158,10 @@ def write_cell(row, index, total, missing, column, report):
     """Put ``total`` into ``row[index]`` (see the module docstring), recording what was worth a finding."""
     where = {"student": total.student, "assignment": total.assignment}
     old = row[index].strip()
+    graded = old not in NO_GRADE
     if total.points is None:
         column.missing += 1
-        if old and old != "-":
+        if graded:
             report.add("kept", value=old, **where)
             return
         row[index] = "0" if missing == "zero" else ""
@@ -167,7 +169,7 @@ def write_cell(row, index, total, missing, column, report):
         return
     column.graded += 1
     new = points_text(total.points)
-    if old and not same_number(old, total.points):
+    if graded and not same_number(old, total.points):
         report.add("changed", old=old, new=new, **where)
     if total.late_penalty:
         report.add("late", score=points_text(total.score), penalty=points_text(total.late_penalty), points=new, **where)

@@ -1,4 +1,4 @@
-"""nbgrader export plugins that fill an LMS's own gradebook file: :class:`CanvasExportPlugin`, :class:`MoodleExportPlugin`.
+"""nbgrader export plugins filling an LMS's own gradebook file: :class:`CanvasExportPlugin`, ``MoodleExportPlugin``.
 
 nbgrader takes exports as ``ExportPlugin`` subclasses, so each LMS is one, usable as
 
@@ -66,7 +66,9 @@ class LmsExportPlugin(ExportPlugin):
         """nbgrader's hook: run, log the report, and fail (nothing written) when something stopped it."""
         report = self.run(gradebook)
         if report.blocked:
-            raise ValueError(report.text())
+            self.log.error("%s", report.text())
+            raise ValueError(f"{report.lms} export stopped by {' and '.join(report.blocked)} findings (listed "
+                             f"above): nothing written to {self.to}")
         self.log.info("%s", report.text())
 
 

@@ -21,10 +21,9 @@ KINDS = {
                                   "{kit} in the gradebook"),
     "pending": (UNGRADED, "{student} / {assignment}: {count} cell(s) await a manual grade in the formgrader "
                           "({points} points so far)"),
-    "new_column": (NOTE, "{assignment}: no column titled {title!r}: added column {header!r} worth {points} points; "
-                         "{how}"),
-    "missing": (NOTE, "{student} / {assignment}: nothing handed in (--missing {policy}): {cell!r}"),
-    "kept": (NOTE, "{student} / {assignment}: nothing handed in: kept the LMS file's {value!r}"),
+    "new_column": (NOTE, "{assignment}: no column titled after it: added one, worth {points} points; {how}"),
+    "missing": (NOTE, "{student} / {assignment}: no submission in the gradebook (--missing {policy}): {cell!r}"),
+    "kept": (NOTE, "{student} / {assignment}: no submission in the gradebook: kept the LMS file's {value!r}"),
     "changed": (NOTE, "{student} / {assignment}: the LMS file's {old!r} replaced by {new}"),
     "late": (NOTE, "{student} / {assignment}: {score} points minus a late penalty of {penalty} = {points}"),
     "skipped_row": (NOTE, "line {line}, {name}: {why}: left as it was"),
@@ -99,7 +98,7 @@ class Export:
         for column in self.columns:
             new = ", new" if column.new else ""
             lines.append(f"  {column.assignment.ljust(width)} -> column {column.header!r} ({column.max_points:g} "
-                         f"points{new}): {column.graded} graded, {column.missing} with nothing handed in")
+                         f"points{new}): {column.graded} graded, {column.missing} without a submission")
         lines.append(f"  {self.matched} of {self.roster} roster students matched to {self.rows} rows by "
                      f"{self.match} = {self.identity!r}; names compared for {self.named}")
         for severity in (MISMATCH, UNGRADED, NOTE):

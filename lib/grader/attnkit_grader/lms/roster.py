@@ -3,7 +3,7 @@
 ``attnkit grade`` enrols every student of the class list in the gradebook (id, first_name, last_name, email and
 lms_user_id, as ``nbgrader db student import`` reads them), so the gradebook alone usually suffices. A class list
 given to the export adds or corrects those fields (its value wins where it has one), and its students the
-gradebook lacks are added: they handed nothing in. Nobody in either is left out.
+gradebook lacks are added, without submissions. Nobody in either is left out.
 """
 
 from dataclasses import dataclass

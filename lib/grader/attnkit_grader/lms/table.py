@@ -85,9 +85,9 @@ def read(path, argument, delimiters, what):
     header = next(csv.reader([first], delimiter=delimiter))
     if len(header) < 2:
         found = sorted({NAMES.get(c, repr(c)) for c in first if not c.isalnum() and c not in " _-()@.'\""})
-        raise ValueError(f"{argument}: {path} has a single column with any delimiter its LMS reads "
-                         f"({', '.join(NAMES[d] for d in delimiters)}); its first line holds {found or 'no delimiter'}. "
-                         f"Export the file from the LMS again (expected {what})")
+        readable = ", ".join(NAMES[d] for d in delimiters)
+        raise ValueError(f"{argument}: {path} has a single column with any delimiter its LMS reads ({readable}); "
+                         f"its first line holds {found or 'no delimiter'}. Export it again (expected {what})")
     newline = "\r\n" if "\r\n" in text[:len(first) + 2] else "\n"
     rows, lines = [], []
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
