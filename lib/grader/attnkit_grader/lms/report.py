@@ -99,8 +99,8 @@ class Export:
             new = ", new" if column.new else ""
             lines.append(f"  {column.assignment.ljust(width)} -> column {column.header!r} ({column.max_points:g} "
                          f"points{new}): {column.graded} graded, {column.missing} without a submission")
-        lines.append(f"  {self.matched} of {self.roster} roster students matched to {self.rows} rows by "
-                     f"{self.match} = {self.identity!r}; names compared for {self.named}")
+        lines.append(f"  {self.matched} of {self.roster} roster students matched with the file's {self.rows} student "
+                     f"rows (roster {self.match} = {self.identity!r}); {self.named} names compared")
         for severity in (MISMATCH, UNGRADED, NOTE):
             found = self.of(severity)
             if found:
