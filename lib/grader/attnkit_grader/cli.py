@@ -8,6 +8,8 @@
   collect ASSIGNMENT [--exchange DIR] nbgrader's exchange -> submitted/, refusing forged owners and times
                                       (hand-ins of its language editions, ASSIGNMENT_fr/_zh, included)
   release-feedback ASSIGNMENT [--exchange DIR]   generate the feedback pages and release them to students
+  export {canvas,moodle} LMS_CSV --out FILE [EXPORT OPTIONS]   fill the LMS's own gradebook file with the
+                                      gradebook's totals (see attnkit_grader.lms)
 
 Grader options: --grader sandbox (default: each submission in a bubblewrap sandbox, verdicts from the
 trusted judges, a pool of --workers N, resumable; on the course's hub, sandboxes start through the door of
@@ -15,9 +17,10 @@ attnkit_grader.isolation.door, so the instructor grades as themselves) or --grad
 autograde; refused where a door is configured);
 --fresh ignores the journal of an earlier run; --show-tests puts the visible test cells in the feedback.
 
-Exit status: 0 done (bad submissions are reported, they do not fail the run), 1 release drift or a
-hand-in refused by collect (the others are collected),
-2 usage or course errors (also: the sandbox cannot run here; the message says how to install it).
+Exit status: 0 done (bad submissions are reported, they do not fail the run), 1 release drift, a
+hand-in refused by collect (the others are collected) or an export stopped by mismatches or ungraded cells
+(nothing written), 2 usage or course errors (also: the sandbox cannot run here; the message says how to
+install it).
 """
 
 import argparse
@@ -25,12 +28,17 @@ import logging
 import sys
 from pathlib import Path
 
+from nbgrader.api import Gradebook
+
 from .course import Course
 from .exchange import TOLERANCE, collect, release_feedback
 from .pipeline import GRADERS, demo, grade, kit_root
 from .publish import student_edition
 from .releases import NbgraderError, drift, release
 from .isolation.bwrap import SandboxUnavailable
+from .lms.fill import MISSING
+from .lms.plugins import LAYOUTS, PLUGINS
+from .lms.roster import FIELDS
 
 
 def parser():
@@ -75,7 +83,47 @@ def parser():
     back.add_argument("assignment", metavar="ASSIGNMENT")
     back.add_argument("--exchange", type=Path, metavar="DIR",
                       help="nbgrader's exchange folder (default: Exchange.root of the course's nbgrader_config.py)")
+
+    lms = commands.add_parser("export", help="fill the LMS's own gradebook file (Canvas, Moodle) with the totals")
+    kinds = lms.add_subparsers(dest="lms", required=True)
+    for name, layout in LAYOUTS.items():
+        export_options(kinds.add_parser(name, help=f"fill {layout.WHAT}"), layout)
     return top
+
+
+def export_options(command, layout):
+    """The options of ``attnkit export LMS``: the LMS's file, where the copy goes, how students are matched."""
+    command.add_argument("lms_csv", type=Path, metavar="LMS_CSV", help=f"{layout.WHAT} (only read)")
+    command.add_argument("--out", type=Path, required=True, metavar="FILE", help="where the filled copy goes")
+    command.add_argument("--assignments", nargs="+", default=[], metavar="ASSIGNMENT",
+                         help="default: every assignment in the gradebook")
+    identifiers = ", ".join(f"{key}: {header!r} matched with the roster's {field}"
+                            for key, (header, field) in layout.IDENTIFIERS.items())
+    command.add_argument("--identifier", choices=sorted(layout.IDENTIFIERS), default=layout.DEFAULT_IDENTIFIER,
+                         help=f"the LMS column students are found by ({identifiers}; default "
+                              f"{layout.DEFAULT_IDENTIFIER})")
+    command.add_argument("--identity-column", metavar="HEADER",
+                         help="that column's header, where the LMS's export names it differently (another language)")
+    command.add_argument("--match", choices=FIELDS, help="the roster field matched with it (default: as above)")
+    command.add_argument("--students", type=Path, metavar="CSV",
+                         help="class list completing the gradebook's students (id, first_name, last_name, email, "
+                              "lms_user_id)")
+    command.add_argument("--column", action="append", type=column_pair, default=[], metavar="ASSIGNMENT=HEADER",
+                         help="the LMS column of an assignment not titled after it (repeatable)")
+    command.add_argument("--missing", choices=MISSING, default="zero",
+                         help="what a student without a submission in the gradebook gets: zero (default) or blank "
+                              "(no grade); a value already in the LMS file is kept")
+    command.add_argument("--allow-mismatches", action="store_true",
+                         help="write the file although students are missing, extra, duplicated or named otherwise")
+    command.add_argument("--allow-ungraded", action="store_true",
+                         help="write the file although cells await a manual grade in the formgrader")
+
+
+def column_pair(text):
+    assignment, sep, header = text.partition("=")
+    if not sep or not assignment.strip() or not header.strip():
+        raise argparse.ArgumentTypeError(f"expected ASSIGNMENT=HEADER, got {text!r}")
+    return assignment.strip(), header.strip()
 
 
 def seconds(text):
@@ -166,6 +214,22 @@ def run_release_feedback(args):
     return 0
 
 
+def run_export(args):
+    course = Course(args.root or Path.cwd())
+    database = course.db_url.removeprefix("sqlite:///")
+    if course.db_url.startswith("sqlite:///") and not Path(database).is_file():
+        raise FileNotFoundError(f"root: {course.root} has no gradebook ({database}); grade first (attnkit grade)")
+    plugin = PLUGINS[args.lms](
+        to=str(args.out), lms_csv=str(args.lms_csv), assignment=args.assignments, identifier=args.identifier,
+        identity_column=args.identity_column or "", match=args.match or "",
+        students_csv=str(args.students) if args.students else "", columns=dict(args.column), missing=args.missing,
+        allow_mismatches=args.allow_mismatches, allow_ungraded=args.allow_ungraded)
+    with Gradebook(course.db_url, course.course_id) as gradebook:
+        report = plugin.run(gradebook)
+    print(report.text())
+    return 1 if report.blocked else 0
+
+
 def exchange_of(course, args):
     """--exchange, else the course's c.Exchange.root."""
     exchange = args.exchange or course.config.get("Exchange", {}).get("root")
@@ -199,4 +263,4 @@ def configure_logging(level):
 
 
 COMMANDS = {"release": run_release, "grade": run_grade, "demo": run_demo, "publish": run_publish,
-            "collect": run_collect, "release-feedback": run_release_feedback}
+            "collect": run_collect, "release-feedback": run_release_feedback, "export": run_export}

@@ -45,7 +45,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nbgrader.api import Gradebook
-from nbgrader.plugins import LateSubmissionPlugin
 from nbgrader.utils import parse_utc
 from sqlalchemy.exc import SAWarning
 
@@ -56,9 +55,9 @@ from attnkit_sandbox import channel
 
 from .. import autograded_notebook, feedback, files, judging
 from ..files import remove
-from ..course import NBGRADER_LOGGER
 from ..isolation import bwrap, door, notebook_run, slots, staging
 from ..isolation.limits import Limits, worker_uid
+from ..late import apply_late_penalty
 from ..journal import Journal
 from ..judging import engine as judges
 from ..judging import registry
@@ -477,19 +476,7 @@ class SandboxAutograder(Autograder):
                     if comment.name in answered:
                         comment.auto_comment = None if answered[comment.name] else "No response."
             gradebook.db.commit()
-            self.late_penalties(gradebook, submission, job.student)
-
-    def late_penalties(self, gradebook, submission, student):
-        """nbgrader's late-submission penalty (its LateSubmissionPlugin, configured by the course)."""
-        late = submission.total_seconds_late
-        plugin = LateSubmissionPlugin(config=self.course.config, log=logging.getLogger(NBGRADER_LOGGER))
-        for notebook in submission.notebooks:
-            notebook.late_submission_penalty = None
-            if late > 0:
-                penalty = plugin.late_submission_penalty(student, notebook.score, late)
-                if penalty is not None:
-                    notebook.late_submission_penalty = min(max(float(penalty), 0.0), notebook.score)
-        gradebook.db.commit()
+            apply_late_penalty(self.course.config, gradebook, submission, job.student)
 
 
 def read_timestamp(folder):
