@@ -3,7 +3,7 @@
 Usage: .venv/bin/python benchmarks/grading.py [--copies N] [--workers N] [--one-worker] [--profile]
        (or: make benchmark-grading)
 
-The example class (tests/fixtures/example_class) is scaled up by handing in its honest submissions again
+The example class (examples/example_class) is scaled up by handing in its honest submissions again
 under new student ids (``--copies`` rounds, default 1: 28 submissions), then graded in one run of this
 script, each variant in its own temporary copy of the course (nbgrader_config.py, source/, release/):
 

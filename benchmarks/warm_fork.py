@@ -28,15 +28,15 @@ import numpy  # noqa: F401 - imported once here, as a warm worker would
 import torch  # noqa: F401
 
 import attnkit.checking  # noqa: F401
-import attnkit_assignments.ps1_learnable_pe.probes  # noqa: F401
-import attnkit_assignments.ps2_relative_pe.probes  # noqa: F401
 from attnkit_grader.judging import registry
-from attnkit_sandbox import channel, probing, runner  # noqa: F401
+from attnkit_sandbox import channel, probe_sets, probing, runner  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
-CLASS = ROOT / "tests" / "fixtures" / "example_class"
+CLASS = ROOT / "examples" / "example_class"
 STUDENTS = ("ref_solution", "partial", "bug_no_value_term", "bug_frozen_table", "blank")
-ASSIGNMENTS = ("ps1_learnable_pe", "ps2_relative_pe")
+ASSIGNMENTS = registry.assignments()
+for _name in ASSIGNMENTS:                       # every assignment's probes, imported once as a warm worker would
+    probe_sets.probes_of(_name)
 
 
 def prepared(student, assignment, root):

@@ -20,9 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def example_class_generator():
-    """tests/fixtures/make_example_class.py as a module (it is a script, not a package)."""
+    """examples/make_example_class.py as a module (it is a script, not a package)."""
     spec = importlib.util.spec_from_file_location("make_example_class",
-                                                  ROOT / "tests" / "fixtures" / "make_example_class.py")
+                                                  ROOT / "examples" / "make_example_class.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

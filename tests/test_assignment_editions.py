@@ -17,7 +17,7 @@ editions map onto nbgrader):
 When the English assignment changes, this test names each edition cell that no longer matches: the
 translator redoes it in translations/ASSIGNMENT_LANG/, then `attnkit release` regenerates release/. The slow test
 at the bottom builds the example class from each edition's release and grades it: the same scores as the
-English class (tests/fixtures/example_class/expected_scores.json).
+English class (examples/example_class/expected_scores.json).
 """
 
 import copy
@@ -30,11 +30,12 @@ from nbgrader.utils import compute_checksum
 import nbformat
 
 from attnkit_grader.editions import LANGUAGES, TRANSLATIONS
+from attnkit_grader.judging import registry
 from conftest import copy_course, example_class_generator
 from test_translations import drift
 
 ROOT = Path(__file__).resolve().parents[1]
-ASSIGNMENTS = sorted(p.name for p in (ROOT / "source").iterdir() if p.is_dir())
+ASSIGNMENTS = registry.assignments()
 EDITIONS = [(a, language) for a in ASSIGNMENTS for language in LANGUAGES]
 ENGLISH_STUBS = ("YOUR CODE HERE", "YOUR ANSWER HERE")
 
@@ -185,7 +186,7 @@ def editions_graded(tmp_path_factory, sandboxes):
         generator.write_class(built, language=language)
         for student in (p for p in built.iterdir() if p.is_dir()):
             shutil.copytree(student, submissions / f"{student.name}_{language}")
-    expected = json.loads((ROOT / "tests" / "fixtures" / "example_class" / "expected_scores.json").read_text())
+    expected = json.loads((ROOT / "examples" / "example_class" / "expected_scores.json").read_text())
     run = grade(Course(root), ASSIGNMENTS, submissions, progress=False)
     return run, expected
 

@@ -12,16 +12,19 @@ prints the same figures.
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 import torch
 
 import attnkit.checking as checking
 from attnkit_grader import catalogue
+from attnkit_grader.authoring import Bug
 from attnkit_grader.judging import registry, variants
 
-ASSIGNMENTS = [a for a in registry.assignments() if variants.bugs(a)]
-CASES = [(a, bug) for a in ASSIGNMENTS for bug in variants.bugs(a)]
+ROOT = Path(__file__).resolve().parents[1]
+ASSIGNMENTS = [a for a in registry.assignments() if variants.bugs(registry.get(a))]
+CASES = [(a, bug) for a in ASSIGNMENTS for bug in variants.bugs(registry.get(a))]
 MINIMUM = {"ps1_learnable_pe": 12, "ps2_relative_pe": 25}
 SOLUTION = re.compile(r"^[ \t]*### BEGIN SOLUTION\n(.*?)^[ \t]*### END SOLUTION\n?", re.S | re.M)
 
@@ -29,7 +32,7 @@ SOLUTION = re.compile(r"^[ \t]*### BEGIN SOLUTION\n(.*?)^[ \t]*### END SOLUTION\
 def test_each_assignment_has_a_catalogue_of_the_size_the_course_needs():
     assert ASSIGNMENTS == sorted(MINIMUM)
     for assignment, minimum in MINIMUM.items():
-        bugs = variants.bugs(assignment)
+        bugs = variants.bugs(registry.get(assignment))
         assert len(bugs) >= minimum, assignment
         assert len({bug.name for bug in bugs}) == len(bugs), "bug names must be unique"
         ids = {spec.id for spec in registry.specs(assignment)}
@@ -37,13 +40,13 @@ def test_each_assignment_has_a_catalogue_of_the_size_the_course_needs():
             assert bug.says and bug.says[0].islower() and not bug.says.endswith("."), bug.name
             assert set(bug.points) <= set(registry.max_points(assignment)), bug.name
             assert bug.fails and set(bug.fails) <= ids, (bug.name, set(bug.fails) - ids)
-            variants.variant(assignment, bug)                 # every variant compiles and imports
+            variants.variant(registry.get(assignment), bug)                 # every variant compiles and imports
 
 
 def test_an_edit_that_does_not_match_exactly_once_is_refused():
-    broken = variants.Bug("broken", "never applies", (("text that is not in the reference", ""),))
+    broken = Bug("broken", "never applies", (("text that is not in the reference", ""),))
     with pytest.raises(ValueError, match="broken.*occurs 0 times"):
-        variants.source_of("ps1_learnable_pe", broken)
+        variants.source_of(registry.get("ps1_learnable_pe"), broken)
 
 
 @pytest.mark.slow
@@ -61,7 +64,7 @@ def test_a_known_bug_costs_the_checks_it_breaks_is_seen_by_the_student_and_named
 
 def _notebook_solution(assignment):
     """The source notebook's solution (setup and answer cells), as a namespace of its own."""
-    notebook = json.loads((catalogue.ROOT / "source" / assignment / f"{assignment}.ipynb").read_text())
+    notebook = json.loads((ROOT / "source" / assignment / f"{assignment}.ipynb").read_text())
     namespace = {"__name__": f"notebook_solution_{assignment}"}
     for cell in notebook["cells"]:
         meta = cell["metadata"].get("nbgrader", {})
@@ -73,15 +76,15 @@ def _notebook_solution(assignment):
 
 
 def _correct(assignment):
-    yield "reference", variants.variant(assignment, None)
+    yield "reference", variants.variant(registry.get(assignment), None)
     yield "notebook solution", _notebook_solution(assignment)
-    for alternative in variants.alternatives(assignment):
-        yield alternative.name, variants.variant(assignment, alternative)
+    for alternative in variants.alternatives(registry.get(assignment)):
+        yield alternative.name, variants.variant(registry.get(assignment), alternative)
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_correct_answers_in_every_style_earn_full_marks_with_no_alarm_and_no_diagnosis(assignment):
-    assert len(variants.alternatives(assignment)) >= 2
+    assert len(variants.alternatives(registry.get(assignment))) >= 2
     for name, namespace in _correct(assignment):
         verdicts = catalogue.graded(assignment, namespace)
         lost = {g: [c.message for c in checks if not c.passed] for g, checks in verdicts.items()
@@ -95,7 +98,7 @@ def test_correct_answers_in_every_style_earn_full_marks_with_no_alarm_and_no_dia
 
 def test_diagnosis_names_bugs_that_agree_together_and_never_the_reference():
     """On the notebook's worked case, two index bugs give the same attention: both are named."""
-    reversed_rows = next(b for b in variants.bugs("ps2_relative_pe") if b.name == "relative_rows_reversed")
+    reversed_rows = next(b for b in variants.bugs(registry.get("ps2_relative_pe")) if b.name == "relative_rows_reversed")
     result = catalogue.outcome("ps2_relative_pe", reversed_rows)
     together = [m for m in result.messages if "each of these known mistakes" in m]
     assert together and all(reversed_rows.says in m for m in together)
@@ -160,13 +163,13 @@ def test_a_sample_of_mutants_is_killed_or_proven_equivalent(assignment):
 
 def test_the_proof_of_equivalence_tells_a_changed_behaviour_from_a_changed_message():
     from attnkit_grader import mutation
-    reference = variants.variant("ps1_learnable_pe", None)
+    reference = variants.variant(registry.get("ps1_learnable_pe"), None)
     assert mutation.equivalent("ps1_learnable_pe", reference)
-    for bug in variants.bugs("ps1_learnable_pe"):
-        assert not mutation.equivalent("ps1_learnable_pe", variants.variant("ps1_learnable_pe", bug)), bug.name
-    reworded = variants.Bug("reworded", "a different error message only",
+    for bug in variants.bugs(registry.get("ps1_learnable_pe")):
+        assert not mutation.equivalent("ps1_learnable_pe", variants.variant(registry.get("ps1_learnable_pe"), bug)), bug.name
+    reworded = Bug("reworded", "a different error message only",
                             (("exceeds max_len=", "is longer than max_len="),))
-    assert mutation.equivalent("ps1_learnable_pe", variants.variant("ps1_learnable_pe", reworded))
+    assert mutation.equivalent("ps1_learnable_pe", variants.variant(registry.get("ps1_learnable_pe"), reworded))
 
 
 @pytest.mark.slow
@@ -176,6 +179,6 @@ def test_validate_tells_the_truth_on_a_sample_of_the_catalogue(tmp_path):
     sample = {"ps1_learnable_pe": ["table_buffer", "input_scaled"],
               "ps2_relative_pe": ["index_int32", "tables_num_hiddens_wide", "skew_pad_right"]}
     for assignment, names in sample.items():
-        bugs = [None] + [bug for bug in variants.bugs(assignment) if bug.name in names]
+        bugs = [None] + [bug for bug in variants.bugs(registry.get(assignment)) if bug.name in names]
         problems = catalogue.validate(assignment, bugs, tmp_path)
         assert problems == {name: [] for name in ["reference", *names]}, problems

@@ -3,7 +3,7 @@
 Fast tests build tiny notebooks by hand and never start nbgrader. The slow ones grade the bundled example
 class in a temporary copy of the course (the repository is never written) with the default, sandboxed
 grader: ONCE with the default pool of workers and once with one worker, and check every score against
-tests/fixtures/example_class/expected_scores.json and the two runs against each other. Plain nbgrader
+examples/example_class/expected_scores.json and the two runs against each other. Plain nbgrader
 (``grader="nbgrader"``) grades a toy course. The sandboxed runs need bubblewrap: without it they are
 skipped, or fail when the CI variable is set.
 """
@@ -29,7 +29,7 @@ from attnkit_grader.pipeline import read_roster
 from attnkit_grader.releases import compare_trees, drift
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "tests" / "fixtures" / "example_class"
+EXAMPLE = ROOT / "examples" / "example_class"
 EXPECTED = EXAMPLE / "expected_scores.json"
 
 
@@ -522,14 +522,14 @@ def expected():
 def example_course(tmp_path_factory):
     """A temporary copy of the course: config, source/, release/ and the example class."""
     root = copy_course(tmp_path_factory.mktemp("kit"))
-    shutil.copytree(EXAMPLE, root / "tests" / "fixtures" / "example_class")
+    shutil.copytree(EXAMPLE, root / "examples" / "example_class")
     return root
 
 
 @pytest.fixture(scope="module")
 def graded(example_course, expected, sandboxes):
     """(run, hashes of the submissions before, after): `attnkit demo` on the copy, once (default pool)."""
-    submissions = example_course / "tests" / "fixtures" / "example_class"
+    submissions = example_course / "examples" / "example_class"
     before = file_hashes(submissions)
     run = demo(example_course)
     return run, before, file_hashes(submissions)
@@ -705,7 +705,7 @@ def test_grading_again_gives_the_same_table(graded, example_course, tmp_path):
     first, _, _ = graded
     subset = tmp_path / "subset"
     for student in REGRADED:
-        shutil.copytree(example_course / "tests" / "fixtures" / "example_class" / student, subset / student)
+        shutil.copytree(example_course / "examples" / "example_class" / student, subset / student)
     again = grade(example_course, [], subset, reports_dir=tmp_path / "reports")
     for key, record in again.submissions.items():
         if key[0] in REGRADED and record.status != "missing":

@@ -26,14 +26,13 @@ import torch
 import attnkit_assignments
 from attnkit_grader.judging import engine as judges
 from attnkit_grader.judging import registry
-from attnkit_sandbox import probing as probes_module
-from attnkit_sandbox.probing import probes_of
+from attnkit_sandbox import probe_sets
+from attnkit_sandbox.probe_sets import probes_of
 
 ASSIGNMENTS = registry.assignments()
-TRUSTED = ("reference", "checks", "checks_causal", "inputs", "hidden", "bugs", "mutation")
 
 REPO = Path(__file__).resolve().parents[1]
-CLASS = REPO / "tests" / "fixtures" / "example_class"
+CLASS = REPO / "examples" / "example_class"
 EXPECTED = json.loads((CLASS / "expected_scores.json").read_text())
 NOT_RUN = {"infinite_loop", "broken_json"}     # a timeout and unreadable JSON: the runner's business
 SLOW_CELLS = {"experiment_answer"}             # trains two models for a hand-graded answer; no probe uses it
@@ -61,12 +60,12 @@ CAUSAL = {"causal_shapes", "causal_skewed_mask", "causal_agree", "causal_worked"
 # The comparisons with the reference that a wrong attention fails, whatever the bug.
 ATTENTION_VALUES = {"attn_worked", "attn_empty_rows", "attn_gradient", "attn_self_parity", "attn_cross_parity",
                     "attn_one_head"}
+# Every assignment's instructor answers fail nothing and its blank release every check.
+EVERY_CHECK = {a: {i for ids in registry.check_ids(a).values() for i in ids} for a in ASSIGNMENTS}
 FAILED = {
-    ("ref_solution", "ps1_learnable_pe"): set(),
-    ("ref_solution", "ps2_relative_pe"): set(),
+    **{("ref_solution", a): set() for a in ASSIGNMENTS},
+    **{("blank", a): EVERY_CHECK[a] for a in ASSIGNMENTS},
     ("deleted_test_cell", "ps1_learnable_pe"): set(),
-    ("blank", "ps1_learnable_pe"): ALL_PS1,
-    ("blank", "ps2_relative_pe"): INDEX | ATTENTION | SKEW | CAUSAL,
     ("cheat_exec", "ps1_learnable_pe"): ALL_PS1,
     ("cheat_import", "ps2_relative_pe"): ATTENTION | SKEW | CAUSAL,
     # a structure or property check that passed in a cell where no comparison with the reference passed
@@ -104,7 +103,7 @@ def is_trusted(name):
     """The grader and the trusted part of every assignment folder: never importable in the sandbox."""
     parts = name.split(".")
     return parts[0] == "attnkit_grader" or (parts[0] == "attnkit_assignments" and len(parts) > 2
-                                            and parts[2] in TRUSTED)
+                                            and parts[2] != "probes")
 
 
 class _NoSolutions:
@@ -171,7 +170,7 @@ def fixture_namespace(student, assignment):
 def run_probes(namespace, assignment, inputs):
     """What the runner does after the cells: every probe on a fresh copy of its inputs."""
     with without_solutions():
-        return probes_module.run_here(namespace, assignment, inputs)
+        return probe_sets.run_here(namespace, assignment, inputs)
 
 
 def inputs_for(assignment, seed):
@@ -183,7 +182,7 @@ def graded(student, assignment, seed):
     """(inputs, outputs, errors, verdicts) of a fixture submission."""
     inputs = inputs_for(assignment, seed)
     outputs, errors = run_probes(fixture_namespace(student, assignment), assignment, inputs)
-    return inputs, outputs, errors, judges.judge(assignment, inputs, outputs, errors)
+    return inputs, outputs, errors, judges.judge(registry.get(assignment), inputs, outputs, errors)
 
 
 def by_id(assignment, verdicts):
@@ -260,13 +259,14 @@ def test_every_probe_feeds_checks_of_its_own_cell(assignment):
 def test_probes_hold_no_reference_code(assignment):
     """What the sandbox imports never imports the grader or an assignment's trusted part (they are not
     staged, so it could not; this keeps the probes readable as documentation of the API)."""
-    paths = [Path(probes_module.__file__), Path(next(iter(attnkit_assignments.__path__))) / assignment / "probes" /
-             "__init__.py"]
+    import attnkit_sandbox.probing
+    paths = [Path(attnkit_sandbox.probing.__file__), Path(next(iter(attnkit_assignments.__path__))) / assignment /
+             "probes" / "__init__.py"]
     for path in paths:
         tree = ast.parse(path.read_text())
         imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
         imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-        assert imported <= {"dataclasses", "typing", "importlib", "re", "numpy", "torch", "attnkit.checking",
+        assert imported <= {"dataclasses", "typing", "re", "numpy", "torch", "attnkit.checking",
                             "attnkit_sandbox.probing"}, (path, imported)
 
 
@@ -346,12 +346,12 @@ def test_judged_scores_equal_expected_scores_for_many_seeds():
 def test_a_notebook_that_never_got_there_scores_zero(assignment):
     inputs = inputs_for(assignment, 0)
     for outputs, errors in (({}, {}), ({}, {"*": "outputs.npz is not a zip file"}), (None, None)):
-        verdicts = judges.judge(assignment, inputs, outputs, errors)
+        verdicts = judges.judge(registry.get(assignment), inputs, outputs, errors)
         assert total(verdicts) == 0
         assert set(verdicts) == set(registry.max_points(assignment))
-    message = judges.judge(assignment, inputs, {}, {"*": "outputs.npz is not a zip file"})
+    message = judges.judge(registry.get(assignment), inputs, {}, {"*": "outputs.npz is not a zip file"})
     assert all("could not be used" in c.message for checks in message.values() for c in checks)
-    not_run = judges.judge(assignment, inputs, {}, {probe.name: "not run: not valid JSON (line 3)"
+    not_run = judges.judge(registry.get(assignment), inputs, {}, {probe.name: "not run: not valid JSON (line 3)"
                                                     for probe in probes_of(assignment)})
     assert all(c.message.startswith("this check did not run: not valid JSON (line 3)")
                for checks in not_run.values() for c in checks)
@@ -428,7 +428,7 @@ def test_objects_that_lie_about_equality_earn_nothing():
     namespace = execute([LIAR])
     inputs = inputs_for("ps2_relative_pe", 3)
     outputs, errors = run_probes(namespace, "ps2_relative_pe", inputs)
-    verdicts = judges.judge("ps2_relative_pe", inputs, outputs, errors)
+    verdicts = judges.judge(registry.get("ps2_relative_pe"), inputs, outputs, errors)
     assert total(verdicts) == 0
     assert not outputs                       # no probe could turn a Liar into numbers
 
@@ -437,7 +437,7 @@ def test_a_tensor_subclass_is_read_for_what_it_holds():
     namespace = execute([SUBCLASS])
     inputs = inputs_for("ps1_learnable_pe", 3)
     outputs, errors = run_probes(namespace, "ps1_learnable_pe", inputs)
-    verdicts = judges.judge("ps1_learnable_pe", inputs, outputs, errors)
+    verdicts = judges.judge(registry.get("ps1_learnable_pe"), inputs, outputs, errors)
     # Zeros of the right shape: right structure, no right value, so nothing counts.
     assert not passed_ids("ps1_learnable_pe", verdicts) and total(verdicts) == 0
     assert all(by_id("ps1_learnable_pe", verdicts)[i].message.startswith("right, but counts only once")
@@ -488,7 +488,7 @@ def test_monkeypatched_comparisons_change_nothing():
         assert torch.allclose(torch.zeros(1), torch.ones(1))          # the patches are live...
         inputs = inputs_for("ps2_relative_pe", 5)
         outputs, errors = run_probes(namespace, "ps2_relative_pe", inputs)
-        verdicts = judges.judge("ps2_relative_pe", inputs, outputs, errors)   # ...even while judging here
+        verdicts = judges.judge(registry.get("ps2_relative_pe"), inputs, outputs, errors)   # ...even while judging here
     assert judges.scores(verdicts) == honest
     assert judges.scores(verdicts)["test_rel_attention"] == 3.5
 
@@ -518,7 +518,7 @@ def test_malformed_outputs_fail_their_checks_and_never_raise(kind):
     for assignment in ASSIGNMENTS:
         inputs, outputs, _, _ = graded("ref_solution", assignment, 0)
         start = time.perf_counter()
-        verdicts = judges.judge(assignment, inputs, _replace_every_array(outputs, MALFORMED[kind]), {})
+        verdicts = judges.judge(registry.get(assignment), inputs, _replace_every_array(outputs, MALFORMED[kind]), {})
         assert time.perf_counter() - start < 5
         passed = passed_ids(assignment, verdicts)
         if kind == "one more row":       # "count" and "outcome" are scalars there: unchanged, not read alone
@@ -531,12 +531,12 @@ def test_odd_containers_never_raise():
     for outputs, errors in [({"skew_shape": "not a dict"}, {"skew_shape": 12345}), ([1, 2], "no"),
                             ({"skew_shape/output_X": np.zeros((2, 3, 5, 5))}, {}),
                             ({"skew_shape": {"output_X": np.zeros((2, 3, 5, 5))}}, {"skew_shape": None})]:
-        verdicts = judges.judge("ps2_relative_pe", inputs, outputs, errors)
+        verdicts = judges.judge(registry.get("ps2_relative_pe"), inputs, outputs, errors)
         assert total(verdicts) <= 0.5
-    flat = judges.judge("ps2_relative_pe", inputs, {"skew_shape/output_X": np.zeros((2, 3, 5, 5))}, {})
+    flat = judges.judge(registry.get("ps2_relative_pe"), inputs, {"skew_shape/output_X": np.zeros((2, 3, 5, 5))}, {})
     # the flat "probe/key" layout is read too: the shape is right (alone in its cell, it counts for nothing)
     assert by_id("ps2_relative_pe", flat)["skew_shape"].message.startswith("right, but counts only once")
-    assert not judges.judge("ps2_relative_pe", {}, {"skew_shape": {"output_X": np.zeros((2, 3, 5, 5))}},
+    assert not judges.judge(registry.get("ps2_relative_pe"), {}, {"skew_shape": {"output_X": np.zeros((2, 3, 5, 5))}},
                             {})["test_skew"][0].passed
 
 
@@ -553,7 +553,7 @@ def test_garbage_of_every_shape_and_dtype_never_raises():
                     shape = tuple(int(s) for s in rng.integers(0, 4, size=rng.integers(0, 4)))
                     dtype = rng.choice([np.float64, np.float32, np.int64, np.int8, np.bool_, np.uint8])
                     outputs[probe][key] = (rng.standard_normal(shape) * 3).astype(dtype)
-            judges.judge(assignment, inputs, outputs, {})
+            judges.judge(registry.get(assignment), inputs, outputs, {})
 
 
 # Checks decided by comparing with the reference on the grader's inputs (the others test a property
@@ -569,7 +569,7 @@ AGAINST_REFERENCE = {
 def test_answers_precomputed_for_other_inputs_fail_every_comparison_with_the_reference():
     for assignment in ASSIGNMENTS:
         _, outputs, errors, _ = graded("ref_solution", assignment, 1)
-        verdicts = judges.judge(assignment, inputs_for(assignment, 2), outputs, errors)
+        verdicts = judges.judge(registry.get(assignment), inputs_for(assignment, 2), outputs, errors)
         assert not passed_ids(assignment, verdicts) & AGAINST_REFERENCE[assignment]
 
 
@@ -646,7 +646,7 @@ def test_forger_in_full_control_of_the_sandbox_earns_nothing_from_structure(assi
     """Arrays of the right structure (zeros, echoes, uniform weights, any flag) pass the structure checks,
     which then count for nothing, since no check of the values in the same cell passes."""
     inputs = inputs_for(assignment, 4)
-    verdicts = judges.judge(assignment, inputs, forged_outputs(assignment, inputs), {})
+    verdicts = judges.judge(registry.get(assignment), inputs, forged_outputs(assignment, inputs), {})
     assert total(verdicts) == 0 and not passed_ids(assignment, verdicts)
     checks = by_id(assignment, verdicts)
     assert all(checks[i].message.startswith("right, but counts only once") for i in STRUCTURAL[assignment])
@@ -683,7 +683,7 @@ cap = int(sys.argv[1])
 resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 import torch
 torch.set_num_threads(1)
-from attnkit_sandbox.probing import probes_of
+from attnkit_sandbox.probe_sets import probes_of
 namespace = {"__name__": "__main__"}
 exec(open(sys.argv[2]).read(), namespace)
 probe = next(p for p in probes_of("ps2_relative_pe") if p.name == "causal_memory")
@@ -718,13 +718,13 @@ def test_memory_probe_separates_skewed_from_naive_under_the_sandbox_cap(tmp_path
     inputs = registry.make_inputs("ps2_relative_pe", 9)
     answers = answer_cells("ref_solution", "ps2_relative_pe")
     outputs, errors = _memory_run(tmp_path, answers, inputs)
-    checks = by_id("ps2_relative_pe", judges.judge("ps2_relative_pe", inputs, outputs, errors))
+    checks = by_id("ps2_relative_pe", judges.judge(registry.get("ps2_relative_pe"), inputs, outputs, errors))
     assert checks["causal_memory"].passed, checks["causal_memory"].message
 
     (tmp_path / "out.npz").unlink()
     naive = answers + ["causal_relative_attention = causal_relative_attention_naive"]
     outputs, errors = _memory_run(tmp_path, naive, inputs)
-    checks = by_id("ps2_relative_pe", judges.judge("ps2_relative_pe", inputs, outputs, errors))
+    checks = by_id("ps2_relative_pe", judges.judge(registry.get("ps2_relative_pe"), inputs, outputs, errors))
     assert not checks["causal_memory"].passed
     assert "allocate" in checks["causal_memory"].message and "skew(queries @ rel_k.T)" in checks[
         "causal_memory"].message
@@ -732,14 +732,14 @@ def test_memory_probe_separates_skewed_from_naive_under_the_sandbox_cap(tmp_path
 
 def test_memory_probe_message_without_any_result():
     inputs = inputs_for("ps2_relative_pe", 0)
-    checks = by_id("ps2_relative_pe", judges.judge("ps2_relative_pe", inputs, {}, {}))
+    checks = by_id("ps2_relative_pe", judges.judge(registry.get("ps2_relative_pe"), inputs, {}, {}))
     assert "memory" in checks["causal_memory"].message and "GiB" in checks["causal_memory"].message
 
 
 def test_judge_leaves_its_inputs_alone():
     inputs, outputs, errors, _ = graded("ref_solution", "ps1_learnable_pe", 0)
     before = copy.deepcopy((inputs, outputs))
-    judges.judge("ps1_learnable_pe", inputs, outputs, errors)
+    judges.judge(registry.get("ps1_learnable_pe"), inputs, outputs, errors)
     for probe in inputs:
         for key, value in inputs[probe]["arrays"].items():
             assert np.array_equal(value, before[0][probe]["arrays"][key])

@@ -1,9 +1,13 @@
 """The packages keep their trust levels: who imports whom, no import cycle, modules a newcomer can read.
 
-Run as a script to see the import graph's figures: ``.venv/bin/python tests/test_layout.py``.
+The import graph holds every ``import`` of the kit's modules (inside functions too) and the modules a module
+loads by name (``importlib.import_module(f"attnkit_assignments.{name}.assignment")``: an edge to every
+module the name can be), so a loop through the registry shows. Run as a script to see the graph's
+figures: ``.venv/bin/python tests/test_layout.py``.
 """
 
 import ast
+import fnmatch
 import sys
 from pathlib import Path
 
@@ -13,7 +17,8 @@ PACKAGES = {"attnkit": ROOT / "lib" / "attnkit", "attnkit_grader": ROOT / "lib" 
             "attnkit_sandbox": ROOT / "lib" / "grader" / "attnkit_sandbox",
             "attnkit_assignments": ROOT / "lib" / "grader" / "attnkit_assignments"}
 MAX_LINES = 520                      # "no module over ~500 lines"
-TRUSTED_PARTS = ("reference", "checks", "checks_causal", "inputs", "hidden", "bugs", "mutation")
+LOADERS = ("import_module", "__import__")   # calls that import a module given its name as a string
+API = "attnkit_grader.authoring"           # all an assignment may import of the grader
 
 
 def modules():
@@ -46,11 +51,42 @@ def imports(name, path):
     return found
 
 
+def loaded_by_name(path, known):
+    """The kit's modules ``path`` may load by name: when it calls importlib.import_module (or __import__),
+    every module matching a string or f-string of the file naming a module of the assignments' package
+    (an f-string's placeholders match any name)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    calls = {node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+             for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    if not calls & set(LOADERS):
+        return set()
+    patterns = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            patterns.add(node.value)
+        elif isinstance(node, ast.JoinedStr):
+            patterns.add("".join(part.value if isinstance(part, ast.Constant) else "*" for part in node.values))
+    patterns = {p for p in patterns if p.startswith("attnkit_assignments.")}
+    return {name for name in known for pattern in patterns if fnmatch.fnmatchcase(name, pattern)}
+
+
 def graph():
-    """{module: set of the kit's modules it imports}."""
+    """{module: set of the kit's modules it imports or loads by name}."""
     known = modules()
-    return {name: {target for target in imports(name, path) if target in known and target != name}
+    return {name: {target for target in imports(name, path) | loaded_by_name(path, known)
+                   if target in known and target != name}
             for name, path in known.items()}
+
+
+def reached(edges, start):
+    """Every module ``start`` reaches through the graph (itself excluded)."""
+    seen, pending = set(), [start]
+    while pending:
+        for target in edges[pending.pop()]:
+            if target not in seen:
+                seen.add(target)
+                pending.append(target)
+    return seen - {start}
 
 
 def cycles(edges):
@@ -97,6 +133,27 @@ def test_the_import_graph_has_no_cycle():
     assert cycles(edges) == []
 
 
+def test_loads_by_name_are_edges_so_a_loop_through_the_registry_would_show():
+    edges = graph()
+    manifests = {n for n in modules() if n.startswith("attnkit_assignments.") and n.endswith(".assignment")}
+    assert manifests and manifests <= edges["attnkit_grader.judging.registry"]
+    assert {n for n in modules() if n.endswith(".probes")} <= edges["attnkit_sandbox.probe_sets"]
+    looped = {**edges, API: edges[API] | {"attnkit_grader.judging.registry"}}      # what the old layout had
+    assert cycles(looped), "an API that reached the registry would close a loop, and the test must see it"
+
+
+def test_an_assignment_imports_the_grader_through_the_api_alone_which_reaches_no_assignment():
+    for name, path in modules().items():
+        if name.startswith("attnkit_assignments."):
+            grader = {t for t in imports(name, path) if t.split(".")[0] == "attnkit_grader"
+                      and t != "attnkit_grader" and not (t == API or t.startswith(API + "."))}
+            assert not grader, f"{name} imports {sorted(grader)}: use {API}"
+    reach = reached(graph(), API)
+    # run() runs an assignment's probes, loaded by name; they import the sandbox's helpers, never the API
+    assert not {t for t in reach if t.startswith("attnkit_assignments") and ".probes" not in t}, sorted(reach)
+    assert "attnkit_grader.judging.registry" not in reach
+
+
 def test_the_cycle_finder_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
@@ -115,9 +172,11 @@ def test_each_package_imports_only_what_its_trust_level_allows():
                                                            "nbconvert", "sqlalchemy", "tests")}
     for name in modules():
         parts = name.split(".")
-        if parts[0] == "attnkit_assignments" and "probes" in parts:
-            reached = imports(name, modules()[name])
-            assert not {t for t in reached if t.startswith("attnkit_grader") or t.split(".")[-1] in TRUSTED_PARTS}, name
+        if parts[0] == "attnkit_assignments" and "probes" in parts:     # trusted: the folder minus probes/
+            probes = ".".join(parts[:parts.index("probes") + 1])
+            found = imports(name, modules()[name])
+            assert not {t for t in found if t.startswith("attnkit_grader")
+                        or t.startswith("attnkit_assignments.") and not t.startswith(probes)}, name
     everything = package_imports_of("attnkit") | package_imports_of("attnkit_grader") | sandbox
     assert not {t for t in everything if t == "tests" or t.startswith(("tests.", "conftest"))}
 
@@ -126,7 +185,7 @@ def test_every_assignment_folder_has_both_halves():
     folder = PACKAGES["attnkit_assignments"]
     for assignment in (p for p in folder.iterdir() if p.is_dir() and p.name != "__pycache__"):
         assert (assignment / "probes" / "__init__.py").is_file(), f"{assignment.name}: no probes/"
-        for part in ("__init__", "reference", "checks", "hidden"):
+        for part in ("__init__", "assignment"):           # the manifest names the rest
             assert (assignment / f"{part}.py").is_file(), f"{assignment.name}: no {part}.py"
 
 
@@ -138,6 +197,11 @@ if __name__ == "__main__":
         print(f"{package:20s} {len(members):3d} modules {sum(lines[n] for n in members):6d} lines")
     largest = max(lines, key=lines.get)
     print(f"largest module: {largest} ({lines[largest]} lines)")
-    print(f"import graph: {len(edges)} modules, {sum(map(len, edges.values()))} edges; "
-          f"cycles: {cycles(edges) or 'none'}")
+    dynamic = {(name, t) for name, path in modules().items() for t in loaded_by_name(path, modules())}
+    print(f"import graph: {len(edges)} modules, {sum(map(len, edges.values()))} edges, of them {len(dynamic)} "
+          f"loads by name; cycles: {cycles(edges) or 'none'}")
+    for name, target in sorted(dynamic):
+        print(f"  {name} loads {target}")
+    print(f"{API} reaches {len(reached(edges, API))} modules: of the assignments' only their probes (loaded by "
+          f"name), and not the registry")
     sys.exit(1 if cycles(edges) else 0)

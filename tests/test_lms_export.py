@@ -275,7 +275,7 @@ def test_nbgrader_export_takes_the_plugin(course, tmp_path, monkeypatch):
                                                          (moodle, "example_class_moodle.csv", "email")])
 def test_the_example_class_lms_files_hold_its_class_list(layout, fixture, identifier):
     """Every student of the example class in one row, same name: attnkit export fills them without a mismatch."""
-    with open(ROOT / "tests" / "fixtures" / "example_class" / "students.csv", newline="") as handle:
+    with open(ROOT / "examples" / "example_class" / "students.csv", newline="") as handle:
         roster = [Student(**row) for row in csv.DictReader(handle)]
     table = read(FIXTURES / fixture, "lms_csv", layout.DELIMITERS, layout.WHAT)
     report = fill(layout, table, roster, {}, {}, identifier=identifier)

@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from attnkit_grader.judging import registry
+
 ROOT = Path(__file__).resolve().parents[1]
 LECTURES = ["01_self_attention", "02_cnn_rnn_attention", "03_positional_encoding", "04_multihead_attention"]
 MAX_IGNORED_OUTPUTS = 3
-ASSIGNMENTS = ["ps1_learnable_pe", "ps2_relative_pe"]
+ASSIGNMENTS = registry.assignments()
 
 
 def load(name):

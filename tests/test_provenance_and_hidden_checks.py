@@ -10,6 +10,7 @@ from attnkit_assignments.ps2_relative_pe import hidden
 from attnkit_grader.judging import in_kernel, provenance, registry
 
 REFERENCE = "attnkit_assignments.ps2_relative_pe.reference"
+PS2 = registry.get("ps2_relative_pe")
 
 
 
@@ -33,13 +34,14 @@ def skew(X):
 
 
 def test_own_code_passes_provenance():
-    assert provenance.problem(run_as_notebook(OWN_SKEW)["skew"], "skew") is None
+    assert provenance.problem(run_as_notebook(OWN_SKEW)["skew"], "skew", PS2) is None
 
 
 def test_imported_reference_is_caught():
     ns = run_as_notebook(f"from {REFERENCE} import skew, RelativeMultiHeadAttention")
-    assert "reference solutions" in provenance.problem(ns["skew"], "skew")
-    assert "reference solutions" in provenance.problem(ns["RelativeMultiHeadAttention"], "RelativeMultiHeadAttention")
+    assert "reference solutions" in provenance.problem(ns["skew"], "skew", PS2)
+    assert "reference solutions" in provenance.problem(ns["RelativeMultiHeadAttention"],
+                                                       "RelativeMultiHeadAttention", PS2)
 
 
 def test_wrappers_and_subclasses_of_the_reference_are_caught():
@@ -53,9 +55,9 @@ def test_wrappers_and_subclasses_of_the_reference_are_caught():
         class Attention({REFERENCE}.RelativeMultiHeadAttention):
             pass
     """)
-    assert provenance.problem(ns["skew"], "skew") is not None
-    assert provenance.problem(ns["skew2"], "skew2") is not None
-    assert provenance.problem(ns["Attention"], "Attention") is not None
+    assert provenance.problem(ns["skew"], "skew", PS2) is not None
+    assert provenance.problem(ns["skew2"], "skew2", PS2) is not None
+    assert provenance.problem(ns["Attention"], "Attention", PS2) is not None
 
 
 def test_indirect_imports_are_caught_and_innocent_names_are_not():
@@ -67,15 +69,15 @@ def test_indirect_imports_are_caught_and_innocent_names_are_not():
             def __init__(self):
                 self.solutions = []       # an attribute that happens to be called 'solutions'
     """)
-    assert provenance.problem(ns["skew"], "skew") is not None
-    assert provenance.problem(ns["Table"], "Table") is None
+    assert provenance.problem(ns["skew"], "skew", PS2) is not None
+    assert provenance.problem(ns["Table"], "Table", PS2) is None
 
 
 def test_exec_of_the_reference_source_text_is_caught():
     import importlib.util
     with open(importlib.util.find_spec(REFERENCE).origin, encoding="utf-8") as handle:
         ns = run_as_notebook(handle.read())
-    reason = provenance.problem(ns["RelativeMultiHeadAttention"], "RelativeMultiHeadAttention")
+    reason = provenance.problem(ns["RelativeMultiHeadAttention"], "RelativeMultiHeadAttention", PS2)
     assert reason is not None and "copy of the reference" in reason
 
 
@@ -144,7 +146,7 @@ def test_hidden_part_of_each_cell_is_the_judges_hidden_checks(grade_id):
     assignment = next(name for name in registry.assignments() if grade_id in registry.max_points(name))
     specs = [spec for spec in registry.specs(assignment) if spec.grade_id == grade_id and spec.hidden]
     checks = Checks(points=sum(spec.points for spec in specs))
-    in_kernel.run(checks, assignment, grade_id, {})          # nothing defined: every hidden check fails
+    in_kernel.run(checks, registry.get(assignment), grade_id, {})   # nothing defined: every hidden check fails
     assert [(points, kind) for _, points, _, kind in checks.results] == [(spec.points, spec.kind) for spec in specs]
     assert all(message for _, _, message, _ in checks.results)
     names = [what for what, *_ in checks.results if not what.startswith("memory")]

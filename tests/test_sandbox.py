@@ -328,9 +328,6 @@ def test_python_source_handles_magics_minimally():
 
 # --- staging the packages the sandbox may import -------------------------------------------------------------
 
-TRUSTED = ("reference.py", "checks.py", "checks_causal.py", "inputs.py", "hidden.py", "bugs.py", "mutation.py")
-
-
 def test_staged_tree_holds_the_student_package_the_sandbox_package_and_the_probes_only(tmp_path):
     staging.stage_packages(tmp_path)
     names = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.py")}
@@ -338,7 +335,9 @@ def test_staged_tree_holds_the_student_package_the_sandbox_package_and_the_probe
             "attnkit_sandbox/channel.py", "attnkit_sandbox/probing.py", "attnkit_assignments/__init__.py",
             "attnkit_assignments/ps1_learnable_pe/probes/__init__.py",
             "attnkit_assignments/ps2_relative_pe/probes/__init__.py"} <= names
-    assert not [name for name in names if name.rsplit("/", 1)[-1] in TRUSTED], "trusted code reached the sandbox"
+    staged = {name for name in names if name.startswith("attnkit_assignments/")}
+    assert all(name.count("/") == 1 or name.endswith("/__init__.py") and name.count("/") == 2 or "/probes/" in name
+               for name in staged), "trusted code reached the sandbox"
     assert {name.split("/")[0] for name in names} == {"attnkit", "attnkit_sandbox", "attnkit_assignments"}
     for name in names:                                  # every file staged is a package the sandbox may import
         assert name.startswith(("attnkit/", "attnkit_sandbox/")) or "/probes/" in name or name.endswith("__init__.py")
@@ -352,16 +351,19 @@ def test_staged_tree_holds_the_student_package_the_sandbox_package_and_the_probe
 
 
 def test_every_trusted_file_of_an_assignment_folder_stays_out(tmp_path):
-    """Every file of an assignment folder outside probes/ is trusted, and none of them is staged."""
+    """Every file of an assignment folder outside probes/ is trusted (no list of names: the folder minus
+    probes/), none of them is staged, and a staged tree that holds one is refused."""
     staging.stage_packages(tmp_path)
     root = Path(next(iter(attnkit_assignments.__path__)))
     for folder in (p for p in root.iterdir() if p.is_dir() and (p / "probes").is_dir()):
-        trusted = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+        trusted = [p for p in folder.iterdir() if p.name not in ("__init__.py", "probes", "__pycache__")]
         assert trusted, f"{folder.name}: no trusted part?"
         for path in trusted:
             assert not (tmp_path / "attnkit_assignments" / folder.name / path.name).exists(), path
-        assert {p.name for p in folder.glob("*.py")} - {"__init__.py"} <= set(TRUSTED), (
-            f"{folder.name}: a new trusted file? add it to bwrap.TRUSTED_FILES and TRUSTED here")
+    staging.check_staged(tmp_path)
+    (tmp_path / "attnkit_assignments" / "ps1_learnable_pe" / "notes.txt").write_text("any file at all")
+    with pytest.raises(ValueError, match="holds trusted files \\['notes.txt'\\]"):
+        staging.check_staged(tmp_path)
 
 
 def test_staging_refuses_code_in_an_init_above_the_probes(tmp_path, monkeypatch):

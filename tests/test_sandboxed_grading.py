@@ -47,7 +47,7 @@ from attnkit_grader.release_cells import Release
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile_class"
-EXAMPLE = ROOT / "tests" / "fixtures" / "example_class"
+EXAMPLE = ROOT / "examples" / "example_class"
 EXPECTED = json.loads((HOSTILE / "expected.json").read_text())
 PS1 = EXPECTED["assignment"]
 TESTS = ("test_pe_table", "test_pe_forward")

@@ -12,7 +12,7 @@ from attnkit_grader.release_cells import Release
 from attnkit_grader.similarity import THRESHOLD, shingles, similar_pairs, tokens, write_report
 
 ROOT = Path(__file__).resolve().parents[1]
-CLASS = ROOT / "tests" / "fixtures" / "example_class"
+CLASS = ROOT / "examples" / "example_class"
 PS1 = "ps1_learnable_pe"
 
 

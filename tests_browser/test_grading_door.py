@@ -151,9 +151,11 @@ def test_the_door_loads_nothing_the_instructor_can_write(course):
 
 
 def test_grading_runs_as_the_instructor_and_root_follows_no_planted_link(course):
-    """An edited nbgrader_config.py, links planted where the grader writes, and a hand-in under a crafted
-    student id: the config runs as the instructor only, the links' root-owned targets stay untouched, no
-    shell ever sees the student id, and every file of the course folder stays the instructor's."""
+    """An edited nbgrader_config.py, links planted where the grader writes, a hand-in under a crafted
+    student id and an assignments package planted in the course folder: the config runs as the instructor
+    only, the links' root-owned targets stay untouched, no shell ever sees the student id, the planted
+    package is no assignment (its manifest never runs), and every file of the course folder stays the
+    instructor's."""
     folder = course.course_dir()
     instructor = pwd.getpwnam("instructor")
     canaries = []
@@ -168,6 +170,7 @@ def test_grading_runs_as_the_instructor_and_root_follows_no_planted_link(course)
     for path in ran.parent.glob(ran.name + "-*"):
         path.unlink()
     crafted = "$(touch${IFS}pwned);--help"
+    planted = folder / "attnkit_assignments"
     submitted = folder / "submitted" / crafted / PS1
     links = {folder / "grades" / "table.txt": canaries[0][0], folder / "grades" / "report.json": canaries[1][0],
              folder / "autograded" / "student1" / PS1 / f"{PS1}.ipynb": canaries[2][0],
@@ -178,11 +181,14 @@ def test_grading_runs_as_the_instructor_and_root_follows_no_planted_link(course)
                                                        str(submitted)]]
         for link, target in links.items():
             setup += [["mkdir", "-p", str(link.parent)], ["rm", "-rf", str(link)], ["ln", "-s", str(target), str(link)]]
+        setup += [["mkdir", "-p", str(planted / "evil"), str(planted / PS1)], ["touch", str(planted / "__init__.py")]]
         for command in setup:
             subprocess.run(["runuser", "-u", "instructor", "--", *command], check=True)
+        for manifest in (planted / "evil" / "assignment.py", planted / PS1 / "assignment.py"):
+            write_as_instructor(manifest, f"open('{ran}-manifest', 'w').close()\n")
         as_instructor("attnkit", "grade", PS1, check=False)
         assert sorted(p.name for p in ran.parent.glob(ran.name + "-*")) == [f"{ran.name}-{instructor.pw_uid}"], \
-            "the course's nbgrader_config.py ran as someone other than the instructor"
+            "the course's nbgrader_config.py ran as someone other than the instructor, or a planted manifest ran"
         for canary, text in canaries:
             info = canary.stat()
             assert canary.read_text() == text and info.st_uid == 0 and info.st_mode & 0o777 == 0o600, canary
@@ -198,7 +204,7 @@ def test_grading_runs_as_the_instructor_and_root_follows_no_planted_link(course)
         for canary, _ in canaries:
             canary.unlink()
         write_as_instructor(config, original)
-        for path in [folder / "submitted" / crafted, *links]:
+        for path in [folder / "submitted" / crafted, planted, *links]:
             subprocess.run(["runuser", "-u", "instructor", "--", "rm", "-rf", str(path)], check=False)
         for path in ran.parent.glob(ran.name + "-*"):
             path.unlink()

@@ -1,8 +1,10 @@
 """The instructor's grader: release, pre-check, autograde, feedback and reports, on nbgrader.
 
 Trusted code only: nothing here is staged into a sandbox or shipped to students (see
-``attnkit_sandbox`` for what runs in the sandbox, ``attnkit_assignments`` for the assignments).
-Command line: ``attnkit {release,grade,demo}`` or ``python -m attnkit_grader`` (see :mod:`.cli`).
+``attnkit_sandbox`` for what runs in the sandbox, ``attnkit_assignments`` for the assignments, which the
+registry finds by their manifests and which import only :mod:`.authoring`).
+Command line: ``attnkit`` or ``python -m attnkit_grader`` (release, grade, demo, publish, new-assignment,
+collect, release-feedback, export: see :mod:`.cli`).
 Library: :func:`grade` runs the instructor's whole grading workflow; the autograde step sits behind
 :class:`Autograder`, implemented by the sandboxed grader (:mod:`.autograders.sandboxed`, the default)
 and by :class:`NbgraderAutograder` (plain nbgrader).

@@ -29,19 +29,23 @@ from pathlib import Path
 import nbformat
 
 import attnkit.checking as checking
-from attnkit_sandbox.probing import run_here
+from attnkit_sandbox.probe_sets import run_here
 
 from .judging import engine, registry, variants
 from .judging.in_kernel import SEED
 
 __all__ = ["Outcome", "graded", "outcome", "visible", "write_worked"]
 
-ROOT = Path(__file__).resolve().parents[3]              # the repository (release/ lives there)
 
 
-def _release_cells(assignment, root=ROOT):
+def _root(root):
+    """The kit's repository: ``root``, or the current folder (the catalogue is run from the repository)."""
+    return Path(root) if root is not None else Path.cwd()
+
+
+def _release_cells(assignment, root=None):
     """(setup source, [(grade_id, source)] of the test cells) of the released notebook."""
-    path = Path(root) / "release" / assignment / f"{assignment}.ipynb"
+    path = _root(root) / "release" / assignment / f"{assignment}.ipynb"
     notebook = nbformat.read(path, as_version=4)
     setup, tests = None, []
     for cell in notebook.cells:
@@ -64,7 +68,7 @@ def _answers(namespace):
             if not name.startswith("_") and getattr(value, "__module__", None) == module and callable(value)}
 
 
-def visible(assignment, namespace, root=ROOT):
+def visible(assignment, namespace, root=None):
     """{grade_id: Checks} of the released notebook's test cells run on the answers in ``namespace`` (what a
     student sees; a cell's score is ``Checks.score()``, or 0 when it raised CellScoredZero)."""
     setup, tests = _release_cells(assignment, root)
@@ -82,20 +86,20 @@ def visible(assignment, namespace, root=ROOT):
     return results
 
 
-def answered_notebook(assignment, bug, root=ROOT):
+def answered_notebook(assignment, bug, root=None):
     """The released notebook answered with ``bug``'s variant (None: the reference), as a student would hand
     it in: the variant's code in the first answer cell, the other code answer cells left empty."""
-    notebook = nbformat.read(Path(root) / "release" / assignment / f"{assignment}.ipynb", as_version=4)
+    notebook = nbformat.read(_root(root) / "release" / assignment / f"{assignment}.ipynb", as_version=4)
     first = True
     for cell in notebook.cells:
         meta = cell.metadata.get("nbgrader", {})
         if cell.cell_type == "code" and meta.get("solution"):
-            cell.source = variants.source_of(assignment, bug) if first else "# (answered in the first answer cell)"
+            cell.source = variants.source_of(registry.get(assignment), bug) if first else "# (answered in the first answer cell)"
             first = False
     return notebook
 
 
-def validate(assignment, bugs, folder, root=ROOT):
+def validate(assignment, bugs, folder, root=None):
     """Run ``nbgrader validate`` once over the notebooks answered with ``bugs`` (Bug or None each), in
     ``folder``; return {bug name: [problem, ...]}, empty lists when Validate told the truth: for every test
     cell that earns 0 in the student's notebook, its block shows CellScoredZero and what failed and never
@@ -120,7 +124,7 @@ def validate(assignment, bugs, folder, root=ROOT):
     for bug, name, part in zip(bugs, names, parts):
         blocks = part.split("The following cell failed:")[1:]
         found = []
-        for grade_id, checks in visible(assignment, variants.variant(assignment, bug), root).items():
+        for grade_id, checks in visible(assignment, variants.variant(registry.get(assignment), bug), root).items():
             docstring = _release_docstring(assignment, grade_id, root)
             block = next((b for b in blocks if docstring[:60] in b), None)
             try:
@@ -141,17 +145,17 @@ def validate(assignment, bugs, folder, root=ROOT):
     return problems
 
 
-def _release_docstring(assignment, grade_id, root=ROOT):
-    notebook = nbformat.read(Path(root) / "release" / assignment / f"{assignment}.ipynb", as_version=4)
+def _release_docstring(assignment, grade_id, root=None):
+    notebook = nbformat.read(_root(root) / "release" / assignment / f"{assignment}.ipynb", as_version=4)
     cell = next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
     return cell.source.splitlines()[0]
 
 
-def plain(assignment, bug, root=ROOT):
+def plain(assignment, bug, root=None):
     """{grade_id: points} that plain ``nbgrader autograde`` gives ``bug`` (None: the reference): the source
     notebook's test cells, visible and hidden, run in one namespace after the variant's code, as the kernel
     runs them (the copy of the reference's code is flagged there, never scored 0)."""
-    notebook = nbformat.read(Path(root) / "source" / assignment / f"{assignment}.ipynb", as_version=4)
+    notebook = nbformat.read(_root(root) / "source" / assignment / f"{assignment}.ipynb", as_version=4)
     scope = {"__name__": "__main__"}
     scores = {}
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -161,7 +165,7 @@ def plain(assignment, bug, root=ROOT):
                 continue
             if meta.get("grade_id") == "setup":
                 exec(compile(cell.source, "<setup>", "exec"), scope)                     # noqa: S102
-                exec(compile(variants.source_of(assignment, bug), "<answers>", "exec"), scope)   # noqa: S102
+                exec(compile(variants.source_of(registry.get(assignment), bug), "<answers>", "exec"), scope)   # noqa: S102
             elif meta.get("grade") and not meta.get("solution"):
                 try:
                     exec(compile(cell.source, f"<{meta['grade_id']}>", "exec"), scope)    # noqa: S102
@@ -173,11 +177,11 @@ def plain(assignment, bug, root=ROOT):
 
 def graded(assignment, namespace, seed=SEED):
     """{grade_id: [Check, ...]}: the trusted judge's verdicts on the answers in ``namespace`` (in process)."""
-    inputs = registry.make_inputs(assignment, seed, memory_length=512, memory_head_dim=16) \
-        if assignment == "ps2_relative_pe" else registry.make_inputs(assignment, seed)
+    manifest = registry.get(assignment)
+    inputs = registry.make_inputs(manifest, seed, **manifest.quick_sizes)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        outputs, errors = run_here(namespace, assignment, inputs)
-    return engine.judge(assignment, inputs, outputs, errors)
+        outputs, errors = run_here(namespace, manifest.name, inputs)
+    return engine.judge(manifest, inputs, outputs, errors)
 
 
 @dataclass
@@ -209,9 +213,9 @@ class Outcome:
         return any(w in message for w in words for message in self.messages)
 
 
-def outcome(assignment, bug, seed=SEED, root=ROOT):
+def outcome(assignment, bug, seed=SEED, root=None):
     """The Outcome of ``bug`` (a Bug, or None for the reference)."""
-    namespace = variants.variant(assignment, bug)
+    namespace = variants.variant(registry.get(assignment), bug)
     verdicts = graded(assignment, namespace, seed)
     ids = registry.check_ids(assignment)
     seen = visible(assignment, namespace, root)
@@ -225,13 +229,13 @@ def outcome(assignment, bug, seed=SEED, root=ROOT):
         messages=[c.message for checks in verdicts.values() for c in checks if not c.passed])
 
 
-def write_worked(assignment, root=ROOT):
+def write_worked(assignment, root=None):
     """Record the worked cases of the visible checks for the reference and every bug; write the JSON."""
     recorded = {}
-    for bug in [None, *variants.bugs(assignment)]:
+    for bug in [None, *variants.bugs(registry.get(assignment))]:
         checking._recording = {}
         try:
-            visible(assignment, variants.variant(assignment, bug), root)
+            visible(assignment, variants.variant(registry.get(assignment), bug), root)
             recorded[bug] = checking._recording
         finally:
             checking._recording = None
@@ -239,7 +243,7 @@ def write_worked(assignment, root=ROOT):
     for key, expected in sorted(recorded[None].items()):
         case = key.partition("/")[2]
         groups = []
-        for bug in variants.bugs(assignment):
+        for bug in variants.bugs(registry.get(assignment)):
             values = recorded[bug].get(key)
             if values is None or values == expected:
                 continue
@@ -278,7 +282,7 @@ def expected_table(assignment, seed=SEED):
     """The EXPECTED table of the assignment's bugs.py as measured now (text to review, then paste)."""
     import textwrap
     lines = ["EXPECTED = {"]
-    for bug in variants.bugs(assignment):
+    for bug in variants.bugs(registry.get(assignment)):
         result = outcome(assignment, bug, seed)
         points = {g: (int(p) if float(p).is_integer() else p) for g, p in result.points.items() if g in result.lost}
         lines.append(f"    {bug.name!r}: ({points!r},")
@@ -294,8 +298,8 @@ def reasons(assignment, seed=SEED):
     specs = {spec.id: spec for spec in registry.specs(assignment)}
     ids = registry.check_ids(assignment)
     rows = ["| bug | cell: kept/max | checks it breaks (points) | what still counts, and why |", "|---|---|---|---|"]
-    for bug in variants.bugs(assignment):
-        verdicts = graded(assignment, variants.variant(assignment, bug), seed)
+    for bug in variants.bugs(registry.get(assignment)):
+        verdicts = graded(assignment, variants.variant(registry.get(assignment), bug), seed)
         lost = [g for g, checks in verdicts.items() if any(c.points < c.max_points for c in checks)]
         for grade_id in lost:
             broke, kept, unsupported = [], [], []
@@ -332,14 +336,14 @@ def main(argv=None):
                         help="also run nbgrader validate over every bug's notebook (minutes) and report lies")
     args = parser.parse_args(argv)
     if args.reasons:
-        for assignment in args.assignments or [a for a in registry.assignments() if variants.bugs(a)]:
+        for assignment in args.assignments or [a for a in registry.assignments() if registry.get(a).bugs]:
             print(f"\n**{assignment}**\n\n{reasons(assignment, args.seed)}")
         return 0
     if args.expected:
-        for assignment in args.assignments or [a for a in registry.assignments() if variants.bugs(a)]:
+        for assignment in args.assignments or [a for a in registry.assignments() if registry.get(a).bugs]:
             print(f"# {assignment}\n{expected_table(assignment, args.seed)}")
         return 0
-    names = args.assignments or [a for a in registry.assignments() if variants.bugs(a)]
+    names = args.assignments or [a for a in registry.assignments() if registry.get(a).bugs]
     totals = {"bugs": 0, "reassured": 0, "alarms": 0, "named": 0}
     for assignment in names:
         if args.write_worked:
@@ -347,12 +351,12 @@ def main(argv=None):
         reference = outcome(assignment, None, args.seed)
         alarms = {g: fails for g, fails in reference.visible_failed.items() if fails}
         lost = reference.lost
-        print(f"\n{assignment}: {len(variants.bugs(assignment))} bugs; reference: "
+        print(f"\n{assignment}: {len(variants.bugs(registry.get(assignment)))} bugs; reference: "
               f"{'full marks' if not lost else 'LOSES points in ' + ', '.join(lost)}; "
               f"false alarms: {sum(len(f) for f in alarms.values())}")
         for grade_id, fails in alarms.items():
             print(f"  false alarm in {grade_id}: {fails}")
-        for bug in variants.bugs(assignment):
+        for bug in variants.bugs(registry.get(assignment)):
             result = outcome(assignment, bug, args.seed)
             kept = ", ".join(f"{g} {checking.fmt(result.points[g])}/{checking.fmt(result.maximum[g])}"
                              for g in result.lost) or "full marks"
@@ -371,7 +375,7 @@ def main(argv=None):
         lies = 0
         for assignment in names:
             with tempfile.TemporaryDirectory() as folder:
-                for name, found in validate(assignment, [None, *variants.bugs(assignment)], folder).items():
+                for name, found in validate(assignment, [None, *variants.bugs(registry.get(assignment))], folder).items():
                     lies += len(found)
                     for problem in found:
                         print(f"  Validate, {assignment} {name}: {problem}")

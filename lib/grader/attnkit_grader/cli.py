@@ -5,6 +5,7 @@
   grade ASSIGNMENT... [--submissions DIR] [--students CSV] [--reports DIR] [GRADER OPTIONS]
   demo [--reports DIR] [GRADER OPTIONS]   grade the bundled example class in the kit's repository
   publish OUT [--force]               the student edition: lectures, released assignments, student package
+  new-assignment NAME [--title TITLE] a new assignment's folder and notebooks (then: attnkit release)
   collect ASSIGNMENT [--exchange DIR] nbgrader's exchange -> submitted/, refusing forged owners and times
                                       (hand-ins of its language editions, ASSIGNMENT_fr/_zh, included)
   release-feedback ASSIGNMENT [--exchange DIR]   generate the feedback pages and release them to students
@@ -32,8 +33,9 @@ from nbgrader.api import Gradebook
 
 from .course import Course
 from .exchange import TOLERANCE, collect, release_feedback
-from .pipeline import GRADERS, demo, grade, kit_root
+from .pipeline import GRADERS, demo, grade
 from .publish import student_edition
+from .scaffold import new_assignment
 from .releases import NbgraderError, drift, release
 from .isolation.bwrap import SandboxUnavailable
 from .lms.fill import MISSING
@@ -44,8 +46,8 @@ from .lms.roster import FIELDS
 def parser():
     top = argparse.ArgumentParser(prog="attnkit", description="Grading pipeline of the attention course kit.")
     top.add_argument("--root", type=Path, default=None, metavar="DIR",
-                     help="course folder holding nbgrader_config.py (default: current folder; "
-                          "for demo: the kit's repository)")
+                     help="course folder holding nbgrader_config.py (default: the current folder; for demo "
+                          "and publish, the kit's repository)")
     top.add_argument("-q", "--quiet", action="store_true", help="no progress lines, only the results")
     commands = top.add_subparsers(dest="command", required=True)
 
@@ -63,13 +65,18 @@ def parser():
     run.add_argument("--reports", type=Path, metavar="DIR", help="where the reports go (default: COURSE/grades)")
     grader_options(run)
 
-    example = commands.add_parser("demo", help="grade the example class (tests/fixtures/example_class)")
+    example = commands.add_parser("demo", help="grade the example class (examples/example_class)")
     example.add_argument("--reports", type=Path, metavar="DIR", help="where the reports go (default: COURSE/grades)")
     grader_options(example)
 
     edition = commands.add_parser("publish", help="build the student edition (no source/, no grader, no solution)")
     edition.add_argument("out", type=Path, metavar="OUT", help="folder to build it in (outside the repository)")
     edition.add_argument("--force", action="store_true", help="replace OUT if it exists")
+
+    scaffolding = commands.add_parser("new-assignment", help="scaffold a new assignment: its grader folder, its "
+                                                             "source notebook and its editions (then attnkit release)")
+    scaffolding.add_argument("name", metavar="NAME", help="the assignment's (folder and notebook) name, e.g. ps3_rope")
+    scaffolding.add_argument("--title", help="its title, one line (default: from the name)")
 
     inbox = commands.add_parser("collect", help="collect hand-ins from nbgrader's exchange, refusing forged ones")
     inbox.add_argument("assignment", metavar="ASSIGNMENT")
@@ -193,8 +200,16 @@ def run_demo(args):
 
 
 def run_publish(args):
-    out = student_edition(args.root or kit_root(), args.out, force=args.force)
+    out = student_edition(args.root or Path.cwd(), args.out, force=args.force)
     print(f"student edition in {out}")
+    return 0
+
+
+def run_new_assignment(args):
+    root = args.root or Path.cwd()
+    for path in new_assignment(root, args.name, args.title):
+        print(f"wrote {path.relative_to(root)}")
+    print(f"next: attnkit release {args.name}, then replace the exercise with yours (the authors' guide)")
     return 0
 
 
@@ -263,4 +278,5 @@ def configure_logging(level):
 
 
 COMMANDS = {"release": run_release, "grade": run_grade, "demo": run_demo, "publish": run_publish,
+            "new-assignment": run_new_assignment,
             "collect": run_collect, "release-feedback": run_release_feedback, "export": run_export}

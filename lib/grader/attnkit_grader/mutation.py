@@ -4,10 +4,10 @@ mutmut (PyPI, its default operators) lists the single-change mutants of each ass
 each mutant is run here as a variant of the reference (:mod:`.judging.variants`) and graded in this
 process with the probes and the trusted judge on fresh inputs, with no diagnosis and no copy detection.
 A mutant is *killed* when it loses points. A survivor counts as *equivalent* only with an automatic
-proof: the assignment's ``mutation.behaviour`` (outputs, gradients and parameters in float64, in train
-and eval mode, on random inputs, and the type of every exception on bad input) is identical to the
+proof: the assignment's ``behaviour`` (its manifest's: outputs, gradients and parameters in float64, in
+train and eval mode, on random inputs, and the type of every exception on bad input) is identical to the
 reference's. Every other survivor is listed, with the line it changed; the committed table of survivors
-(``attnkit_assignments/<name>/mutation.py``: SURVIVORS) gives each a reason.
+(the manifest's ``survivors``) gives each a reason.
 
     python -m attnkit_grader.mutation [--sample N] [--seed S] [ASSIGNMENT ...]
 
@@ -19,19 +19,17 @@ import argparse
 import ast
 import contextlib
 import difflib
-import importlib
 import io
 import sys
 import types
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from . import catalogue
 from .judging import registry, variants
 
-__all__ = ["Mutant", "Result", "equivalent", "mutants", "raised", "run"]
+__all__ = ["Mutant", "Result", "equivalent", "mutants", "run"]
 
 
 @dataclass(frozen=True)
@@ -56,8 +54,7 @@ def mutants(assignment):
     """Every mutant mutmut's default operators make of the assignment's reference.py, in source order."""
     from mutmut.mutation.file_mutation import create_mutations          # an instructor's tool: imported here
 
-    module_name = f"attnkit_assignments.{assignment}.reference"
-    path = Path(importlib.import_module(module_name).__file__)
+    path = registry.get(assignment).reference_path
     code = path.read_text(encoding="utf-8")
     module, mutations, _, _ = create_mutations(str(path), code)
     original = module.code.splitlines()
@@ -81,15 +78,6 @@ def mutants(assignment):
     return found
 
 
-def raised(call):
-    """The name of the exception ``call()`` raises, or "none": exceptions are behaviour too."""
-    try:
-        call()
-    except Exception as exc:           # noqa: BLE001 - the type is the behaviour
-        return type(exc).__name__
-    return "none"
-
-
 def _namespace(mutant):
     module = types.ModuleType(f"attnkit_mutant_{mutant.assignment}_{mutant.number}")
     exec(compile(mutant.code, f"<mutant {mutant.number}>", "exec"), module.__dict__)   # noqa: S102 - ours
@@ -97,14 +85,13 @@ def _namespace(mutant):
 
 
 def _behaviour(assignment, namespace, seed):
-    module = importlib.import_module(f"attnkit_assignments.{assignment}.mutation")
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        return module.behaviour(namespace, seed)
+        return registry.get(assignment).behaviour(namespace, seed)
 
 
 def equivalent(assignment, namespace, seeds=(0, 1, 2)):
     """True if ``namespace`` behaves exactly as the reference (see the module's docstring)."""
-    reference = variants.variant(assignment, None)
+    reference = variants.variant(registry.get(assignment), None)
     for seed in seeds:
         theirs = _behaviour(assignment, reference, seed)
         try:
@@ -146,9 +133,8 @@ def run(assignment, mutant, seed=catalogue.SEED):
 
 
 def survivors_table(assignment):
-    """{(line, change): reason} committed in the assignment's mutation.py."""
-    module = importlib.import_module(f"attnkit_assignments.{assignment}.mutation")
-    return dict(getattr(module, "SURVIVORS", {}))
+    """{(line, change): reason}: the manifest's committed table of the survivors that are not equivalent."""
+    return dict(registry.get(assignment).survivors)
 
 
 def rates(results):
@@ -160,12 +146,11 @@ def rates(results):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m attnkit_grader.mutation", description=__doc__.split("\n\n")[0])
-    parser.add_argument("assignments", nargs="*", help="default: every assignment with a mutation.py")
+    parser.add_argument("assignments", nargs="*", help="default: every assignment whose manifest has a behaviour")
     parser.add_argument("--sample", type=int, default=0, help="grade only N mutants spread over the file")
     parser.add_argument("--seed", type=int, default=catalogue.SEED, help="the inputs' seed at grading")
     args = parser.parse_args(argv)
-    names = args.assignments or [a for a in registry.assignments()
-                                 if importlib.util.find_spec(f"attnkit_assignments.{a}.mutation")]
+    names = args.assignments or [a for a in registry.assignments() if registry.get(a).behaviour]
     status = 0
     for assignment in names:
         every = mutants(assignment)

@@ -49,7 +49,7 @@ from .reports import (export_totals, format_table, number, plot_success, plot_to
 
 log = logging.getLogger(__name__)
 
-EXAMPLE_CLASS = Path("tests") / "fixtures" / "example_class"
+EXAMPLE_CLASS = Path("examples") / "example_class"
 STUDENT_COLUMNS = ("first_name", "last_name", "email", "lms_user_id")   # besides 'id', as nbgrader imports
 GRADERS = ("sandbox", "nbgrader")
 
@@ -214,20 +214,14 @@ def prepare(course, assignments, submissions, roster, students, autograder=None)
 
 
 def demo(root=None, reports_dir=None, autograder=None, **options):
-    """:func:`grade` on the kit's example class (tests/fixtures/example_class), all assignments."""
-    course = Course(root if root is not None else kit_root())
+    """:func:`grade` on the kit's example class (examples/example_class), all assignments; ``root``: the kit's
+    repository (default: the current folder, as ``make demo`` runs it)."""
+    course = Course(root if root is not None else Path.cwd())
     example = course.root / EXAMPLE_CLASS
     if not example.is_dir():
-        raise FileNotFoundError(f"root: no example class at {example}")
+        raise FileNotFoundError(f"root: no example class at {example}; run it in the kit's repository or give "
+                                f"--root")
     return grade(course, [], example, example / "students.csv", reports_dir, autograder, **options)
-
-
-def kit_root():
-    """The repository this package was installed from (editable install), which holds the example class."""
-    root = Path(__file__).resolve().parents[3]
-    if not (root / EXAMPLE_CLASS).is_dir():
-        raise FileNotFoundError(f"root: {root} is not the kit's repository; pass the course folder explicitly")
-    return root
 
 
 def existing_dir(path, name):

@@ -18,6 +18,8 @@ reference solutions), ``tests/`` (fixtures built from the solutions), the gradeb
 import shutil
 from pathlib import Path
 
+from .editions import graded_assignments
+
 STUDENT_FILES = ("pyproject.toml", "constraints.txt", "environment.yml")
 INSTRUCTOR_EXTENSIONS = {                          # nbgrader's extensions a student must not see
     "server": ("nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list"),
@@ -49,10 +51,16 @@ def student_edition(kit_root, out, force=False):
     shutil.copytree(kit_root / "lib" / "attnkit", out / "lib" / "attnkit", ignore=skip)
     for name in STUDENT_FILES:
         shutil.copy2(kit_root / name, out / name)
-    (out / "README.md").write_text(README, encoding="utf-8")
+    (out / "README.md").write_text(readme(kit_root / "release"), encoding="utf-8")
     (out / "postBuild").write_text(post_build(), encoding="utf-8")
     (out / "postBuild").chmod(0o755)
     return out
+
+
+def readme(release):
+    """The student edition's README, naming the assignments release/ holds (its graded ones, not the editions)."""
+    graded = graded_assignments(p.name for p in Path(release).iterdir() if p.is_dir())
+    return README.format(assignments=", ".join(f"`{name}`" for name in graded), first=graded[0])
 
 
 def post_build():
@@ -75,7 +83,7 @@ PyTorch. Everything runs on a laptop CPU in seconds.
 | folder | what |
 | --- | --- |
 | `course/` | the four lectures, executed, in English; `course/fr/` in French, `course/zh/` in Chinese |
-| `release/` | the graded assignments (`ps1_learnable_pe`, `ps2_relative_pe`), and each in French (`_fr`) and Chinese (`_zh`) |
+| `release/` | the graded assignments ({assignments}), and each in French (`_fr`) and Chinese (`_zh`) |
 | `lib/attnkit/` | `attnkit`, the small library the lectures and assignments import |
 
 ## Install once
@@ -114,9 +122,9 @@ grading, on inputs you never see; the visible ones are there to tell you early w
 
 The lectures exist in English (`course/`), French (`course/fr/`) and Chinese (`course/zh/`), under the same
 file names: the code is the same program in every language; the text, the comments and the figures' labels
-are translated. Each assignment comes in the three languages too: `release/ps1_learnable_pe/` (English),
-`release/ps1_learnable_pe_fr/` (French), `release/ps1_learnable_pe_zh/` (Chinese), and the same for
-`ps2_relative_pe`; on a course's JupyterHub, *Assignment List* offers the three. Work in one of them and
+are translated. Each assignment comes in the three languages too: `release/{first}/` (English),
+`release/{first}_fr/` (French), `release/{first}_zh/` (Chinese), and likewise for
+every other assignment; on a course's JupyterHub, *Assignment List* offers the three. Work in one of them and
 hand in that one: they are the same assignment, graded by the same checks for the same points, whichever
 language you choose (the checks' own messages are in English). If you hand in twice, in two languages, the
 later hand-in counts.

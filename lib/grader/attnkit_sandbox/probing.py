@@ -12,23 +12,21 @@ ran student code (``attnkit_grader.judging``, never staged into a sandbox). Ther
 and no expected value in this file, so reading it tells a student only how the API is called, which
 the exercise text already says.
 
-Each assignment's ``probes`` package lists its probes in ``PROBES``, in the order they run (:func:`probes_of`). A probe that raises is recorded as
-failed with its exception; the others still run. The memory probe of problem set 2 comes last: it
-runs at a length where only the O(L d) skewed path fits under the sandbox's memory cap.
+Each assignment's ``probes`` package lists its probes in ``PROBES``, in the order they run, using the
+helpers here (this module loads no assignment: :mod:`.probe_sets` finds an assignment's probes by name).
+A probe that raises is recorded as failed with its exception; the others still run. The memory probe of
+problem set 2 comes last: it runs at a length where only the O(L d) skewed path fits under the sandbox's
+memory cap.
 """
 
-import importlib
-import re
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 import torch
 
-__all__ = ["Probe", "as_long", "as_tensor", "floats", "ints", "lookup", "native", "probe", "probes_of",
-           "run_here", "tensor_of"]
+__all__ = ["Probe", "as_long", "as_tensor", "floats", "ints", "lookup", "native", "probe", "tensor_of"]
 
-NAME = re.compile(r"[a-z][a-z0-9_]*")             # an assignment folder
 # No probe returns more than this many numbers per array; a larger result is an error, not data.
 MAX_ELEMENTS = 4_000_000
 
@@ -120,43 +118,6 @@ def ints(values):
 
 # ---------------------------------------------------------------------------------------------------
 
-def _plain_copy(value):
-    """A fresh copy of JSON-like params (dicts, lists, numbers, strings)."""
-    if isinstance(value, dict):
-        return {key: _plain_copy(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_plain_copy(item) for item in value]
-    return value
-
-
-def run_here(namespace, assignment, inputs, names=None):
-    """({probe: outputs}, {probe: "TypeName: message"}): the probes of ``assignment`` (only those in
-    ``names``, if given) run in this process, each on fresh copies of its inputs; one that raises is
-    recorded and the others still run.
-
-    For callers that run student code in their own process (plain nbgrader's kernel, the tests); the
-    sandbox's runner adds time limits, output caps and reaping around each probe instead.
-    """
-    outputs, errors = {}, {}
-    for one in probes_of(assignment):
-        if names is not None and one.name not in names:
-            continue
-        entry = inputs[one.name]
-        arrays = {key: np.array(value, copy=True) for key, value in entry["arrays"].items()}
-        try:
-            outputs[one.name] = one.run(namespace, arrays, _plain_copy(entry["params"]))
-        except Exception as exc:     # noqa: BLE001 - recorded for the judge, as the runner does
-            errors[one.name] = f"{type(exc).__name__}: {exc}"
-    return outputs, errors
-
-
 def probe(name, grade_id, function):
     """A Probe described by the first line of ``function``'s docstring."""
     return Probe(name, grade_id, function, (function.__doc__ or "").strip().splitlines()[0])
-
-
-def probes_of(assignment):
-    """The probes of ``assignment``, in the order they run: ``attnkit_assignments.<assignment>.probes.PROBES``."""
-    if not isinstance(assignment, str) or not NAME.fullmatch(assignment):
-        raise ValueError(f"assignment must be the name of an assignment folder, got {assignment!r}")
-    return list(importlib.import_module(f"attnkit_assignments.{assignment}.probes").PROBES)

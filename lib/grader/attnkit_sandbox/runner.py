@@ -30,7 +30,6 @@ come from a trusted judge comparing the outputs with a reference on inputs the n
 import argparse
 import builtins
 import faulthandler
-import importlib
 import json
 import os
 import signal
@@ -42,6 +41,7 @@ from pathlib import Path
 from . import channel
 from .cells import (EXPECTED, MAX_NOTEBOOK_BYTES, NOTEBOOK, compile_cell, expected_cells, python_source,  # noqa: F401
                     read_cells, read_expected, structure_remarks)
+from .probe_sets import probes_of
 from .processes import close_figures, cpu_seconds, current_limits, kill_others, peak_memory
 
 CELL_TIMEOUT = 30.0                 # seconds, as nbgrader_config.py sets for nbgrader
@@ -187,8 +187,7 @@ class Runner:
         if not self.assignment:
             return [], None
         try:
-            name = self.probes_module or f"attnkit_assignments.{self.assignment}.probes"
-            return list(importlib.import_module(name).PROBES), None
+            return probes_of(self.assignment, self.probes_module), None
         except Exception as error:  # a broken or missing probes module is the course's fault: say so
             return [], f"probes unavailable ({type(error).__name__}: {channel.clip_message(error)})"
 

@@ -1,4 +1,4 @@
-"""Known bugs of problem set 1, each as edits of reference.py (see attnkit_grader.judging.variants).
+"""Known bugs of problem set 1, each as edits of reference.py (see attnkit_grader.authoring.Bug).
 
 ``points``: what the bug keeps at grading in each test cell where it loses some (test_pe_table is worth
 2, test_pe_forward 4); ``fails``: the checks it must fail. The tests hold the catalogue to both.
@@ -6,7 +6,7 @@
 
 from dataclasses import replace
 
-from attnkit_grader.judging.variants import Bug
+from attnkit_grader.authoring import Bug
 
 _TABLE = "self.P = nn.Parameter(torch.randn(max_len, num_hiddens))"
 _ADD = "return self.dropout(X + self.P[:num_steps].unsqueeze(0))"

@@ -4,14 +4,14 @@
 outputs it reads, what it checks (shown to students), its points, its kind (``values``, ``structure`` or
 ``property``: see the grading policy, site/pages/en/guide/grading.md) and whether it is hidden (absent
 from the released notebook). ``make_inputs`` draws the probes' inputs, fresh for every submission. See
-``attnkit_grader.judging`` for how they are decided.
+``attnkit_grader.judging.engine`` for how they are decided; ``assignment.py`` declares them in the
+manifest.
 """
 
 import numpy as np
 import torch
 
-from attnkit_grader.judging.compare import as_tensor, close, expect, fmt, scaled, shape_text, tolerance
-from attnkit_grader.judging.registry import Spec
+from attnkit_grader.authoring import Spec, as_tensor, close, expect, fmt, scaled, shape_text, tolerance
 
 from .reference import LearnablePositionalEncoding as ReferencePE
 

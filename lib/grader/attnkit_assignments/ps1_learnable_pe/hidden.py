@@ -4,9 +4,9 @@ Called from the hidden part of a cell with the student's objects, e.g. ``hidden.
 LearnablePositionalEncoding)``; see ``attnkit_grader.judging.in_kernel``.
 """
 
-from attnkit_grader.judging.in_kernel import run
+from attnkit_grader.authoring import run
 
-ASSIGNMENT = "ps1_learnable_pe"
+from .assignment import ASSIGNMENT
 
 
 def pe_table(checks, cls):

@@ -6,7 +6,7 @@ import functools
 import numpy as np
 import torch
 
-from attnkit_grader.mutation import raised
+from attnkit_grader.authoring import raised
 
 SIZES = [(5, 7, 2, 7), (8, 20, 3, 11), (3, 1, 1, 1), (6, 1000, 2, 9)]     # num_hiddens, max_len, batch, n
 

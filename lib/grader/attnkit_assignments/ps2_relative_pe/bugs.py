@@ -1,4 +1,4 @@
-"""Known bugs of problem set 2, each as edits of reference.py (see attnkit_grader.judging.variants).
+"""Known bugs of problem set 2, each as edits of reference.py (see attnkit_grader.authoring.Bug).
 
 ``points``: what the bug keeps at grading in each test cell where it loses some (test_index is worth 3,
 test_rel_attention 8, test_skew 4, test_causal 5); ``fails``: checks it must fail. An index bug also
@@ -7,7 +7,7 @@ reaches the attention, which calls relative_position_index, as it would in a stu
 
 from dataclasses import replace
 
-from attnkit_grader.judging.variants import Bug
+from attnkit_grader.authoring import Bug
 
 _CLIP = "return torch.clamp(cols - rows, -max_distance, max_distance) + max_distance"
 _SCORES = "scores = (content + position) / math.sqrt(self.head_dim)"

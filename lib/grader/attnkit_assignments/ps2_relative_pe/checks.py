@@ -9,8 +9,7 @@ import math
 import numpy as np
 import torch
 
-from attnkit_grader.judging.compare import as32, as_tensor, close, equal, expect, fmt, scaled, shape_text, tolerance
-from attnkit_grader.judging.registry import Spec
+from attnkit_grader.authoring import Spec, as32, as_tensor, close, equal, expect, fmt, scaled, shape_text, tolerance
 
 from .checks_causal import (_check_causal_agree, _check_causal_mask, _check_causal_parity, _check_causal_shapes,
                             _check_causal_worked, _check_memory)

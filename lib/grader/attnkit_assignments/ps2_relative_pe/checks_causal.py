@@ -5,7 +5,7 @@ import math
 import numpy as np
 import torch
 
-from attnkit_grader.judging.compare import as32, as_tensor, close, expect, scaled, tolerance
+from attnkit_grader.authoring import as32, as_tensor, close, expect, scaled, tolerance
 
 from .reference import causal_relative_attention_naive as reference_causal
 

@@ -9,9 +9,9 @@ student's code creates instead of relying on the sandbox's cap to stop it.
 """
 
 from attnkit.checking import human_bytes
-from attnkit_grader.judging.in_kernel import run
+from attnkit_grader.authoring import run
 
-ASSIGNMENT = "ps2_relative_pe"
+from .assignment import ASSIGNMENT
 KERNEL_MEMORY_LENGTH, KERNEL_MEMORY_HEAD_DIM = 2048, 32
 
 

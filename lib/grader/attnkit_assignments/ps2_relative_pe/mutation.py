@@ -6,7 +6,7 @@ import functools
 import numpy as np
 import torch
 
-from attnkit_grader.mutation import raised
+from attnkit_grader.authoring import raised
 
 ATTENTION = [(8, 2, 2, False, 3, 5, "none"), (12, 3, 1, True, 4, 4, "batch"), (6, 1, 0, False, 2, 6, "rows"),
              (16, 4, 3, False, 5, 3, "rows")]    # num_hiddens, heads, max_distance, bias, q, k, valid_lens

@@ -49,11 +49,10 @@ from nbgrader.utils import parse_utc
 from sqlalchemy.exc import SAWarning
 
 import attnkit
-import attnkit_assignments
 import attnkit_sandbox
 from attnkit_sandbox import channel
 
-from .. import autograded_notebook, feedback, files, judging
+from .. import authoring, autograded_notebook, feedback, files, judging
 from ..files import remove
 from ..isolation import bwrap, door, notebook_run, slots, staging
 from ..isolation.limits import Limits, worker_uid
@@ -83,12 +82,14 @@ def derive_seed(course_id, assignment, student, key=""):
 def verdict_code(assignment):
     """Every source file that can change a verdict of ``assignment``, as (sorted) paths: the student package
     (the probes use its helpers), the sandbox package (runner, channel, probe machinery), the judging
-    engine and the assignment's whole folder (probes, reference, checks, inputs), as (label, path) pairs
+    engine, the authoring API and the assignment's whole folder (probes, reference, checks, inputs), as
+    (label, path) pairs
     sorted by label. A journal entry is reused only while all of them are byte for byte the same."""
     folders = [Path(attnkit.__file__).parent, Path(attnkit_sandbox.__file__).parent,
-               Path(judging.__file__).parent, Path(next(iter(attnkit_assignments.__path__))) / assignment]
-    return sorted((f"{folder.name}/{path.relative_to(folder)}", path) for folder in folders
-                  for path in folder.rglob("*.py") if "__pycache__" not in path.parts)
+               Path(judging.__file__).parent, registry.get(assignment).folder]
+    return sorted([(f"{folder.name}/{path.relative_to(folder)}", path) for folder in folders
+                   for path in folder.rglob("*.py") if "__pycache__" not in path.parts]
+                  + [("attnkit_grader/authoring.py", Path(authoring.__file__))])
 
 
 @dataclass
@@ -382,7 +383,7 @@ class SandboxAutograder(Autograder):
     def decide(self, plan, done, grader):
         """The journal entry of a finished run: the judge's checks, scores per grade cell, the reasons."""
         job, release = plan.job, plan.release
-        verdicts = judges.judge(job.assignment, done.inputs, done.outputs, done.errors)
+        verdicts = judges.judge(registry.get(job.assignment), done.inputs, done.outputs, done.errors)
         kinds = {}
         for described in registry.describe(job.assignment):
             kinds.setdefault(described["grade_id"], []).append(described["kind"])

@@ -48,6 +48,16 @@ def stage_packages(dest):
     return dest
 
 
+def check_staged(dest):
+    """Raise ValueError unless every assignment folder staged in ``dest`` holds its docstring-only
+    ``__init__.py`` and its ``probes/`` and nothing else: the rest of an assignment's folder is trusted."""
+    root = Path(dest) / ASSIGNMENTS
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and p.name != "__pycache__") if root.is_dir() else ():
+        extra = sorted(p.name for p in folder.iterdir() if p.name not in ("__init__.py", PROBES, "__pycache__"))
+        if extra:
+            raise ValueError(f"public_dir: {folder} holds trusted files {extra}; stage the packages again")
+
+
 def package_dir(name):
     """The folder of the installed package ``name``, found without importing it (the student package imports
     torch, which the root side of a :mod:`.door` has no use for)."""

@@ -7,7 +7,7 @@ Under plain nbgrader the hidden part of a test cell runs both inside the student
 equality or report success itself. The sandboxed grader decides every check in its own process, which
 never imports or runs student code:
 
-1. ``registry.make_inputs(assignment, seed)`` draws random weights, inputs and (where the bug classes
+1. the assignment's ``make_inputs`` (``registry.make_inputs(name, seed)``) draws random weights, inputs and (where the bug classes
    allow) sizes for every probe, fresh for each submission: the student can neither choose them nor
    precompute the answers.
 2. The sandbox runs the probes on the student's objects and sends back plain numeric arrays.
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from attnkit.checking import has_evidence
 
-from . import registry, variants
+from . import variants
 from .compare import Fail, Outputs
 
 __all__ = ["Check", "UNSUPPORTED", "decide", "judge", "scores"]
@@ -133,7 +133,8 @@ def _decide(assignment, spec, case, arrays, error):
 
 
 def decide(assignment, inputs, outputs, probe_errors=None):
-    """[(spec, passed, message, matched), ...] for every check of the assignment, each decided on its own
+    """[(spec, passed, message, matched), ...] for every check of ``assignment`` (its manifest, an
+    :class:`~attnkit_grader.authoring.Assignment`: ``registry.get(name)``), each decided on its own
     numbers; ``matched``: a failed check of the values whose numbers are a catalogued bug's (named in the
     message; see :mod:`.variants`).
 
@@ -145,7 +146,7 @@ def decide(assignment, inputs, outputs, probe_errors=None):
     errors = probe_errors if isinstance(probe_errors, dict) else {}
     inputs = inputs if isinstance(inputs, dict) else {}
     decided = []
-    for spec in registry.specs(assignment):
+    for spec in assignment.checks:
         error = errors.get(spec.probe, errors.get("*"))          # "*": the whole outputs file was rejected
         decided.append((spec, *_decide(assignment, spec, inputs.get(spec.probe), outputs.get(spec.probe), error)))
     return decided
@@ -154,7 +155,7 @@ def decide(assignment, inputs, outputs, probe_errors=None):
 def judge(assignment, inputs, outputs, probe_errors=None):
     """{grade_id: [Check, ...]} for one submission, decided from the probe outputs alone.
 
-    ``inputs`` is what ``make_inputs`` returned for this submission; ``outputs`` {probe: {key: ndarray}}
+    ``assignment`` is the manifest (``registry.get(name)``); ``inputs`` is what ``make_inputs`` returned for this submission; ``outputs`` {probe: {key: ndarray}}
     (or the flat {"probe/key": ndarray}); ``probe_errors`` {probe: "TypeName: message" or a reason},
     as ``attnkit_sandbox.channel.read_outputs`` returns them (key "*": the whole file was rejected).
     A probe with neither outputs nor an error (the notebook never got there) fails its checks.

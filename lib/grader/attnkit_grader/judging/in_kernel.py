@@ -1,15 +1,16 @@
 """Hidden checks of the graded notebooks under plain nbgrader: the sandboxed grader's own checks, in the kernel.
 
 There is one definition of every hidden check: the assignment's probes call the student's code on
-random inputs and return plain arrays, and its checks (``attnkit_assignments.<name>.checks``) decide
-from those arrays against the reference solution. The sandboxed grader runs the probes in a sandbox
-and decides in its trusted parent; plain ``nbgrader autograde`` reaches the same code through the
-hidden part of each test cell, which calls one function of the assignment's ``hidden.py``:
+random inputs and return plain arrays, and its checks (the ``checks`` of its manifest) decide from those
+arrays against the reference solution. The sandboxed grader runs the probes in a sandbox and decides in
+its trusted parent; plain ``nbgrader autograde`` reaches the same code through the hidden part of each
+test cell, which calls one function of the assignment's ``hidden.py``:
 
     from attnkit_assignments.ps2_relative_pe import hidden
     hidden.attention(checks, RelativeMultiHeadAttention)
 
-which ends in :func:`run`. It first checks where the student's objects came from (:mod:`.provenance`:
+which ends in :func:`run` (an assignment imports it from :mod:`attnkit_grader.authoring`) with the
+assignment's manifest. It first checks where the student's objects came from (:mod:`.provenance`:
 a copy of the reference scores the cell 0), then runs the probes of the cell's hidden checks in the
 kernel, has the judge decide them and records each one in the cell's ``Checks`` with its points and
 kind, so the cell's score follows the same rule as everywhere (``attnkit.checking.has_evidence``). The
@@ -22,10 +23,12 @@ import contextlib
 import io
 import warnings
 
-from attnkit.checking import largest_allocation
-from attnkit_sandbox.probing import run_here
+import numpy as np
 
-from . import engine, provenance, registry
+from attnkit.checking import largest_allocation
+from attnkit_sandbox.probe_sets import run_here
+
+from . import engine, provenance
 
 __all__ = ["SEED", "run"]
 
@@ -33,7 +36,8 @@ SEED = 20241121
 
 
 def run(checks, assignment, grade_id, namespace, sizes=None, measured=None):
-    """Record the hidden checks of ``grade_id`` in ``checks``, judged on the objects in ``namespace``.
+    """Record the hidden checks of ``grade_id`` of ``assignment`` (its manifest) in ``checks``, judged on the
+    objects in ``namespace``.
 
     ``namespace`` maps the names the exercise fixes (``LearnablePositionalEncoding``, ``skew``, ...) to
     the student's objects; ``sizes`` go to the assignment's ``make_inputs``. ``measured``: {probe:
@@ -43,19 +47,20 @@ def run(checks, assignment, grade_id, namespace, sizes=None, measured=None):
     failed check.
     """
     measured = measured or {}
-    specs = [spec for spec in registry.specs(assignment) if spec.grade_id == grade_id and spec.hidden]
+    specs = [spec for spec in assignment.checks if spec.grade_id == grade_id and spec.hidden]
     if not specs:
-        raise ValueError(f"grade_id: {assignment} has no hidden checks in a test cell {grade_id!r}")
+        raise ValueError(f"grade_id: {assignment.name} has no hidden checks in a test cell {grade_id!r}")
     for name, obj in namespace.items():
-        if not provenance.check(checks, obj, name):
+        if not provenance.check(checks, obj, name, assignment):
             return
-    inputs = registry.make_inputs(assignment, SEED, **(sizes or {}))
+    inputs = assignment.make_inputs(np.random.default_rng(SEED), **(sizes or {}))
     wanted = {spec.probe for spec in specs}
     largest = {}
     with _quiet():
-        outputs, errors = run_here(namespace, assignment, inputs, wanted - set(measured))
+        outputs, errors = run_here(namespace, assignment.name, inputs, wanted - set(measured))
         for probe in wanted & set(measured):
-            (output, error), largest[probe] = largest_allocation(run_here, namespace, assignment, inputs, {probe})
+            (output, error), largest[probe] = largest_allocation(run_here, namespace, assignment.name, inputs,
+                                                                 {probe})
             outputs.update(output)
             errors.update(error)
     for spec, passed, message, matched in engine.decide(assignment, inputs, outputs, errors):

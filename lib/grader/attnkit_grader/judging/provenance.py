@@ -16,19 +16,14 @@ A hidden test grades an object only if it was written in the notebook:
 This is not a sandbox: a determined student can evade it; full isolation is a later issue.
 """
 
-import importlib
+import functools
 import importlib.machinery
 import inspect
 import os
 import types
 
 import attnkit
-import attnkit_assignments
 
-from . import registry
-
-PACKAGE_DIRS = tuple(os.path.abspath(path) for path in (os.path.dirname(attnkit.__file__),
-                                                          *attnkit_assignments.__path__))
 SOLUTIONS = "attnkit_assignments"
 # A reference code object shorter than this (bytes of bytecode, about 2 per instruction) could be
 # written identically by a student (a one-line forward), so it is not compared.
@@ -67,20 +62,25 @@ def _functions_in_class(cls):
     return found
 
 
-def _reference_fingerprints():
-    """{fingerprint: 'module.qualname'} for every sizeable code object of the reference solutions."""
+def package_dirs(assignment):
+    """The kit's folders no notebook code comes from: the student package's and the assignments'."""
+    return tuple(os.path.abspath(path) for path in (os.path.dirname(attnkit.__file__), assignment.folder.parent))
+
+
+@functools.lru_cache(maxsize=None)
+def _reference_fingerprints(assignment):
+    """{fingerprint: 'module.qualname'} for every sizeable code object of the assignment's reference."""
     table = {}
-    for module_name in (f"{SOLUTIONS}.{name}.reference" for name in registry.assignments()):
-        module = importlib.import_module(module_name)
-        for name, value in vars(module).items():
-            if getattr(value, "__module__", None) != module_name:
-                continue
-            functions = _functions_in_class(value) if inspect.isclass(value) else (
-                [value] if inspect.isfunction(value) else [])
-            for function in functions:
-                for code in _code_objects(function.__code__):
-                    if len(code.co_code) >= MIN_FINGERPRINT_BYTES:
-                        table[fingerprint(code)] = f"{module_name}.{_qualname(code)}"
+    module = assignment.reference
+    for name, value in vars(module).items():
+        if getattr(value, "__module__", None) != module.__name__:
+            continue
+        functions = _functions_in_class(value) if inspect.isclass(value) else (
+            [value] if inspect.isfunction(value) else [])
+        for function in functions:
+            for code in _code_objects(function.__code__):
+                if len(code.co_code) >= MIN_FINGERPRINT_BYTES:
+                    table[fingerprint(code)] = f"{module.__name__}.{_qualname(code)}"
     return table
 
 
@@ -88,9 +88,9 @@ def _from_solutions(module_name):
     return isinstance(module_name, str) and (module_name == SOLUTIONS or module_name.startswith(SOLUTIONS + "."))
 
 
-def _inside_package(filename):
+def _inside_package(filename, folders):
     path = os.path.abspath(filename) if os.path.isabs(filename) else filename
-    return any(path.startswith(folder + os.sep) for folder in PACKAGE_DIRS)
+    return any(path.startswith(folder + os.sep) for folder in folders)
 
 
 def _names_solutions(code, namespace):
@@ -100,13 +100,13 @@ def _names_solutions(code, namespace):
     return SOLUTIONS in code.co_names
 
 
-def _inside_solutions(value):
+def _inside_solutions(value, folders):
     path = str(value) if isinstance(value, (str, os.PathLike)) else None
     return path is not None and os.path.isabs(path) and any(
-        os.path.abspath(path).startswith(folder + os.sep) for folder in PACKAGE_DIRS[1:])
+        os.path.abspath(path).startswith(folder + os.sep) for folder in folders[1:])
 
 
-def _holds_solutions(namespace):
+def _holds_solutions(namespace, folders):
     """True if the notebook's namespace keeps a handle on the reference solutions: a module or module spec
     of theirs, or a path or file inside their folder (what loading their code leaves behind)."""
     for value in list(namespace.values()):
@@ -115,8 +115,8 @@ def _holds_solutions(namespace):
         if isinstance(value, (types.ModuleType, importlib.machinery.ModuleSpec)) and \
                 any(_from_solutions(n) for n in names):
             return True
-        if _inside_solutions(value) or _inside_solutions(getattr(value, "name", None)) or \
-                _inside_solutions(getattr(value, "origin", None)):
+        if any(_inside_solutions(v, folders) for v in (value, getattr(value, "name", None),
+                                                       getattr(value, "origin", None))):
             return True
     return False
 
@@ -127,11 +127,13 @@ def copied(reason):
     return reason is not None and "is a copy of the reference solution's code" in reason
 
 
-def problem(obj, name):
-    """None if ``obj`` looks written in the notebook, else a sentence saying why it is not graded."""
+def problem(obj, name, assignment):
+    """None if ``obj`` looks written in the notebook, else a sentence saying why it is not graded by
+    ``assignment`` (its manifest: whose reference is compared)."""
     if not (inspect.isclass(obj) or inspect.isfunction(obj)):
         return None            # not ours to judge: the functional checks will report what is wrong
-    references = _reference_fingerprints()
+    references = _reference_fingerprints(assignment)
+    folders = package_dirs(assignment)
     pending, seen = [(obj, name)], set()
     while pending:
         item, label = pending.pop()
@@ -157,13 +159,13 @@ def problem(obj, name):
         for function in functions:
             for code in _code_objects(function.__code__):
                 where = f"{label} ({_qualname(code)})"
-                if _inside_package(code.co_filename):
+                if _inside_package(code.co_filename, folders):
                     return f"{where} was compiled from {code.co_filename}, inside the kit's packages"
                 if _names_solutions(code, function.__globals__):
                     return f"{where} refers to {SOLUTIONS}"
                 copied = references.get(fingerprint(code))
                 if copied is not None:
-                    if _holds_solutions(function.__globals__):
+                    if _holds_solutions(function.__globals__, folders):
                         return f"{where} is the reference solution's code, loaded from the reference solutions"
                     return f"{where} is a copy of the reference solution's code ({copied})"
                 for global_name in code.co_names:
@@ -183,10 +185,10 @@ def problem(obj, name):
     return None
 
 
-def check(checks, obj, name):
+def check(checks, obj, name, assignment):
     """Disqualify the cell (score 0, with the reason) when ``obj`` comes from the reference solutions; flag
     it (score unchanged) when it is a copy of their code written out in the notebook. True: grade it."""
-    reason = problem(obj, name)
+    reason = problem(obj, name, assignment)
     if reason is None:
         return True
     if copied(reason):

@@ -1,80 +1,82 @@
-"""The check registry: every check of every assignment, declared once in its assignment's folder.
+"""The assignment registry: the manifests of the installed grader's assignment folders, and their checks.
 
-An assignment is a folder ``attnkit_assignments/<name>/`` whose ``checks.py`` holds ``CHECKS`` (one
-:class:`Spec` per check) and ``make_inputs(rng, **sizes)``, and whose ``probes/`` package (the only part
-staged into a sandbox) holds the probes the checks read. This module finds the assignments and answers
-questions about their checks; :mod:`.engine` decides them.
+An assignment is a folder ``attnkit_assignments/NAME/`` whose ``assignment.py`` holds ``ASSIGNMENT``, an
+:class:`~attnkit_grader.authoring.Assignment` (its checks, inputs, reference, bug catalogue...; see
+:mod:`attnkit_grader.authoring`). This module finds those folders in the ``attnkit_assignments`` package
+installed beside this grader, and nowhere else: a folder or manifest anywhere else (a course folder, the
+current folder, a path an instructor put first) is not an assignment, and an ``attnkit_assignments`` that
+is not the grader's own is refused. Every consumer asks here; :mod:`.engine` then decides from the
+manifest it is given.
 """
 
+import functools
 import importlib
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
-import attnkit_assignments
+from ..authoring import KINDS, Assignment, Spec
 
-__all__ = ["KINDS", "Spec", "assignments", "check_ids", "describe", "make_inputs", "max_points", "specs"]
+__all__ = ["KINDS", "Assignment", "Spec", "assignments", "check_ids", "describe", "get", "make_inputs",
+           "max_points", "specs"]
 
-# "values": compared with the reference on the grader's inputs; "property": a property of the
-# submission's own numbers; "structure": shapes, dtypes, parameters. The words of attnkit.checking.Checks.
-KINDS = ("values", "structure", "property")
-_NAME = re.compile(r"[a-z][a-z0-9_]*")
+MANIFEST = "assignment.py"
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
-@dataclass(frozen=True)
-class Spec:
-    """One check: the test cell, the probe whose outputs it reads, what it checks, its points, how it is
-    decided, its kind and whether it is hidden (absent from the released notebook)."""
+def package_dir():
+    """The folder of ``attnkit_assignments``, which must be installed beside this grader (one distribution)."""
+    import attnkit_assignments
 
-    grade_id: str
-    probe: str
-    name: str
-    points: float
-    decide: Callable
-    extra: tuple = ()          # (key, value) pairs added to the case the decide function sees
-    hint: str = ""             # added to the message when the probe raised or never came back
-    key: str = ""              # short unique id of the check (the probe's name unless a probe has several)
-    kind: str = "values"
-    hidden: bool = False
-    diagnose: bool = True      # compare a failed result with the catalogue's variants (off: too costly)
-
-    def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"kind: expected one of {KINDS}, got {self.kind!r} (check {self.id})")
-
-    @property
-    def id(self):
-        return self.key or self.probe
+    folder = Path(next(iter(attnkit_assignments.__path__))).resolve()
+    grader = Path(__file__).resolve().parents[2]          # the folder holding attnkit_grader/
+    if folder.parent != grader:
+        raise ImportError(f"attnkit_assignments: {folder} is not the grader's own (expected it in {grader}); "
+                          f"a package of that name earlier on the Python path is not an assignment")
+    return folder
 
 
 def assignments():
-    """Names of the assignment folders that declare checks, sorted."""
-    root = Path(next(iter(attnkit_assignments.__path__)))
-    return sorted(p.name for p in root.iterdir() if _NAME.fullmatch(p.name) and (p / "checks.py").is_file())
+    """Names of the assignment folders with a manifest, sorted."""
+    return sorted(p.name for p in package_dir().iterdir() if _NAME.fullmatch(p.name) and (p / MANIFEST).is_file())
 
 
-def _module(assignment):
+@functools.lru_cache(maxsize=None)
+def _load(name):
+    module = importlib.import_module(f"attnkit_assignments.{name}.assignment")
+    manifest = getattr(module, "ASSIGNMENT", None)
+    if not isinstance(manifest, Assignment):
+        raise TypeError(f"{module.__file__}: ASSIGNMENT must be an attnkit_grader.authoring.Assignment, "
+                        f"got {type(manifest).__name__}")
+    if manifest.name != name or manifest.folder.resolve() != package_dir() / name:
+        raise ValueError(f"{module.__file__}: the manifest of folder {name!r} names {manifest.name!r} with its "
+                         f"reference in {manifest.folder}")
+    return manifest
+
+
+def get(assignment):
+    """The manifest of ``assignment`` (a name, or a manifest, returned as it is)."""
+    if isinstance(assignment, Assignment):
+        return assignment
     if not isinstance(assignment, str) or assignment not in assignments():
-        raise ValueError(f"unknown assignment {assignment!r}; known: {', '.join(assignments())}")
-    return importlib.import_module(f"attnkit_assignments.{assignment}.checks")
+        raise ValueError(f"assignment: unknown assignment {assignment!r}; known: {', '.join(assignments())}")
+    return _load(assignment)
 
 
 def specs(assignment):
     """The assignment's checks, in the order ``judge`` lists them."""
-    return list(_module(assignment).CHECKS)
+    return list(get(assignment).checks)
 
 
 def make_inputs(assignment, seed, **sizes):
     """{probe: {"arrays": {key: ndarray}, "params": {...json...}}} for every probe of the assignment.
 
     ``seed`` (an int of any size) makes the draw reproducible; use a fresh, secret one per submission.
-    ``sizes`` are passed to the assignment's ``make_inputs`` (problem set 2: ``memory_length`` and
-    ``memory_head_dim`` size the memory probe; tests shrink it, grading keeps the defaults).
+    ``sizes`` are passed to the assignment's ``make_inputs`` (the manifest's ``quick_sizes`` shrink a
+    costly probe for grading in-process; grading keeps the defaults).
     """
-    return _module(assignment).make_inputs(np.random.default_rng(seed), **sizes)
+    return get(assignment).make_inputs(np.random.default_rng(seed), **sizes)
 
 
 def max_points(assignment):

@@ -1,7 +1,7 @@
 """Known bugs as variants of the reference solution, and the diagnosis that names them (trusted).
 
-Each assignment's ``bugs.py`` lists ``BUGS``: mistakes students of this material make, each a
-:class:`Bug` written as small edits of the assignment's ``reference.py``. A variant is the reference
+Each assignment's manifest lists its ``bugs``: mistakes students of this material make, each a
+:class:`~attnkit_grader.authoring.Bug` written as small edits of the assignment's reference solution. A variant is the reference
 with one bug's edits applied, run as a module of its own in this (trusted) process: it is the kit's own
 code, never a student's.
 
@@ -17,19 +17,14 @@ nothing: a submission in control of its sandbox could write them without computi
 
 import contextlib
 import functools
-import importlib
 import types
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from attnkit_sandbox.channel import clip_message
-from attnkit_sandbox.probing import run_here
+from attnkit_sandbox.probe_sets import run_here
 
-from . import registry
-
-__all__ = ["Bug", "alternatives", "bugs", "diagnose", "diagnose_error", "diagnosis_off", "diagnosis_text",
+__all__ = ["alternatives", "bugs", "diagnose", "diagnose_error", "diagnosis_off", "diagnosis_text",
            "informative", "source_of", "variant"]
 
 # Two results match when they differ by at most this much, relative to their scale (at least 1): far
@@ -38,52 +33,23 @@ MATCH = 1e-4
 _ENABLED = [True]          # diagnosis_off() clears it: mutation testing grades without a diagnosis
 
 
-@dataclass(frozen=True)
-class Bug:
-    """One known mistake: ``edits`` ((old, new), ...) turn the reference into it; ``says`` explains it to a
-    student in one line; ``points`` {grade_id: points it keeps at grading} for every test cell where it
-    loses some (other cells: full marks); ``fails`` the ids of the checks it must fail; ``named_by`` words
-    of the failing structural check's message that name a bug which leaves the values right."""
-
-    name: str
-    says: str
-    edits: tuple
-    points: dict = field(default_factory=dict)
-    fails: tuple = ()
-    named_by: str = ""
-
-    def __hash__(self):
-        return hash(self.name)
-
-
 def bugs(assignment):
-    """The catalogue of ``assignment``: [Bug, ...] from ``attnkit_assignments.<assignment>.bugs``."""
-    registry.specs(assignment)                              # validates the name
-    try:
-        module = importlib.import_module(f"attnkit_assignments.{assignment}.bugs")
-    except ModuleNotFoundError:
-        return []
-    return list(module.BUGS)
+    """The catalogue of ``assignment`` (its manifest): [Bug, ...]."""
+    return list(assignment.bugs)
 
 
 def alternatives(assignment):
     """Correct answers written in other styles than the reference, as edits of it: [Bug, ...]."""
-    registry.specs(assignment)
-    try:
-        module = importlib.import_module(f"attnkit_assignments.{assignment}.bugs")
-    except ModuleNotFoundError:
-        return []
-    return list(getattr(module, "ALTERNATIVES", []))
+    return list(assignment.alternatives)
 
 
 def source_of(assignment, bug=None):
-    """The text of the assignment's reference.py, with ``bug``'s edits applied (each must match once)."""
-    module = importlib.import_module(f"attnkit_assignments.{assignment}.reference")
-    text = Path(module.__file__).read_text(encoding="utf-8")
+    """The text of the assignment's reference solution, with ``bug``'s edits applied (each must match once)."""
+    text = assignment.reference_path.read_text(encoding="utf-8")
     for old, new in (bug.edits if bug is not None else ()):
         count = text.count(old)
         if count != 1:
-            raise ValueError(f"bug {bug.name!r}: the text to replace occurs {count} times in {assignment}'s "
+            raise ValueError(f"bug {bug.name!r}: the text to replace occurs {count} times in {assignment.name}'s "
                              f"reference.py, expected once: {old!r}")
         text = text.replace(old, new)
     return text
@@ -92,7 +58,7 @@ def source_of(assignment, bug=None):
 @functools.lru_cache(maxsize=None)
 def variant(assignment, bug):
     """A namespace (dict) with the objects of the reference carrying ``bug`` (a Bug, or None: the reference)."""
-    name = f"attnkit_variant_{assignment}_{bug.name if bug else 'reference'}"
+    name = f"attnkit_variant_{assignment.name}_{bug.name if bug else 'reference'}"
     module = types.ModuleType(name)
     code = compile(source_of(assignment, bug), f"<{name}>", "exec")
     exec(code, module.__dict__)                              # noqa: S102 - the kit's own code
@@ -135,11 +101,11 @@ def diagnose(assignment, spec, entry, student, keys):
         return []
     found = []
     for bug in bugs(assignment):
-        outputs, errors = run_here(variant(assignment, bug), assignment, {spec.probe: entry}, {spec.probe})
+        outputs, errors = run_here(variant(assignment, bug), assignment.name, {spec.probe: entry}, {spec.probe})
         theirs = outputs.get(spec.probe)
         if theirs is not None and all(_same(student[key], theirs.get(key)) for key in keys):
             found.append(bug)
-    reference, _ = run_here(variant(assignment, None), assignment, {spec.probe: entry}, {spec.probe})
+    reference, _ = run_here(variant(assignment, None), assignment.name, {spec.probe: entry}, {spec.probe})
     mine = reference.get(spec.probe, {})
     if all(_same(student[key], mine.get(key)) for key in keys):
         return []                       # the reference gives these numbers too: nothing to name
@@ -155,7 +121,7 @@ def diagnose_error(assignment, spec, entry, error):
     wanted = clip_message(error)
     found = []
     for bug in bugs(assignment):
-        _, errors = run_here(variant(assignment, bug), assignment, {spec.probe: entry}, {spec.probe})
+        _, errors = run_here(variant(assignment, bug), assignment.name, {spec.probe: entry}, {spec.probe})
         if spec.probe in errors and clip_message(errors[spec.probe]) == wanted:
             found.append(bug)
     return found

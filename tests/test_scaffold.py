@@ -1,0 +1,112 @@
+"""An assignment is one folder: `attnkit new-assignment NAME` scaffolds it, and the registry finds it alone.
+
+The proof runs in a copy of the repository: new-assignment, then attnkit release NAME and the example class, then
+pytest collects and the generic tests pass for the new assignment, and git lists only the new folder, its
+notebooks and what is generated from them (the release, the example class's submissions and expected scores). The registry reads only the grader's own assignment folders: a package of the same
+name elsewhere on the path is refused, a manifest in a course folder is no assignment.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from attnkit_grader import scaffold
+from attnkit_grader.judging import registry
+
+ROOT = Path(__file__).resolve().parents[1]
+NAME = "demo_assignment"
+# The generic tests that run over every registered assignment, each parametrized by its name.
+GENERIC = ["tests/test_judges.py", "tests/test_assignments.py", "tests/test_assignment_editions.py",
+           "tests/test_layout.py", "tests/test_sandbox.py::test_every_trusted_file_of_an_assignment_folder_stays_out"]
+
+
+def run(command, cwd, env, timeout=600):
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"{' '.join(map(str, command))} (exit {done.returncode}):\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory):
+    """The repository's files (tracked and new, not ignored) in a fresh git repository, committed."""
+    target = tmp_path_factory.mktemp("kit") / "kit"
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        if (ROOT / name).is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, target / name)
+    git = ["git", "-c", "user.name=kit", "-c", "user.email=kit@example.org"]
+    for command in (["git", "init", "-q"], ["git", "add", "-A"], [*git, "commit", "-q", "-m", "copy"]):
+        subprocess.run(command, cwd=target, check=True, capture_output=True)
+    return target
+
+
+@pytest.mark.slow
+def test_a_new_assignment_is_one_folder_that_every_generic_test_grades(copy):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(copy / "lib" / "grader"), str(copy / "lib")]),
+               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    env.pop("PYTEST_XDIST_WORKER", None)
+    attnkit = [sys.executable, "-m", "attnkit_grader", "--root", str(copy)]
+    written = run(attnkit + ["new-assignment", NAME, "--title", "Scaled scores"], copy, env)
+    assert f"lib/grader/attnkit_assignments/{NAME}/assignment.py" in written
+    run(attnkit + ["-q", "release", NAME], copy, env)
+    run([sys.executable, "examples/make_example_class.py"], copy, env)        # the example class hands it in too
+    collected = run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "tests"],
+                    copy, env)
+    assert f"[{NAME}]" in collected
+    # every generic test of the new assignment; nbgrader validate of its editions is left out (they are
+    # copies of the English notebook until translated, and validating each costs 5 s)
+    selected = f"{NAME} and not ((passes_its_tests or fails_every_test) and ({NAME}_fr or {NAME}_zh))"
+    passed = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", selected, *GENERIC], copy, env)
+    assert " passed" in passed and " failed" not in passed, passed
+    status = run(["git", "status", "--porcelain", "--untracked-files=all"], copy, env).splitlines()
+    changed = sorted(line[3:] for line in status)
+    allowed = (f"lib/grader/attnkit_assignments/{NAME}/", f"source/{NAME}/", f"translations/{NAME}_fr/",
+               f"translations/{NAME}_zh/", f"release/{NAME}/", f"release/{NAME}_fr/", f"release/{NAME}_zh/",
+               f"examples/example_class/ref_solution/{NAME}/", f"examples/example_class/blank/{NAME}/")
+    generated = ["examples/example_class/expected_scores.json"]          # the new assignment's points added
+    assert changed and all(line.startswith(allowed) or line in generated for line in changed), changed
+    assert all(line.startswith("??") or line[3:] in generated for line in status), f"an existing file changed: {status}"
+
+
+def test_the_scaffold_refuses_a_name_taken_odd_or_like_an_edition(tmp_path):
+    for name, word in (("ps1_learnable_pe", "exists already"), ("Bad-Name", "lower-case"), ("demo_fr", "language edition")):
+        root = tmp_path / name
+        (root / "lib" / "grader" / "attnkit_assignments" / "ps1_learnable_pe").mkdir(parents=True)
+        (root / "source").mkdir()
+        with pytest.raises((ValueError, FileExistsError), match=word):
+            scaffold.new_assignment(root, name)
+    assert not list((tmp_path / "demo_fr" / "source").iterdir())
+
+
+def test_the_editions_of_a_scaffold_are_the_english_notebook_marked_untranslated(tmp_path):
+    (tmp_path / "lib" / "grader" / "attnkit_assignments").mkdir(parents=True)
+    (tmp_path / "source").mkdir()
+    scaffold.new_assignment(tmp_path, NAME)
+    english = json.loads((tmp_path / "source" / NAME / f"{NAME}.ipynb").read_text())
+    for language in ("fr", "zh"):
+        edition = json.loads((tmp_path / "translations" / f"{NAME}_{language}" / f"{NAME}.ipynb").read_text())
+        assert scaffold.untranslated(edition) and not scaffold.untranslated(english)
+        assert edition["cells"] == english["cells"]
+
+
+def test_the_registry_reads_the_graders_own_folders_only(tmp_path):
+    """A package named attnkit_assignments first on the path (a course folder, the current folder) is not the
+    grader's: the registry refuses it, and its manifest never runs."""
+    planted = tmp_path / "attnkit_assignments" / "evil"
+    planted.mkdir(parents=True)
+    (tmp_path / "attnkit_assignments" / "__init__.py").write_text("")
+    marker = tmp_path / "manifest-ran"
+    (planted / "assignment.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    done = subprocess.run([sys.executable, "-c", "from attnkit_grader.judging import registry; registry.get('evil')"],
+                          cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(tmp_path)), capture_output=True, text=True)
+    assert done.returncode != 0 and "is not the grader's own" in done.stderr, done.stderr
+    assert not marker.exists()
+    assert set(registry.assignments()) >= {"ps1_learnable_pe", "ps2_relative_pe"}
+    assert all((registry.package_dir() / name / registry.MANIFEST).is_file() for name in registry.assignments())
