@@ -210,7 +210,7 @@ def test_an_editions_blank_notebook_is_reported_unanswered(editions_graded):
     run, _ = editions_graded
     for language in LANGUAGES:
         for assignment in ASSIGNMENTS:
-            issues = run.submissions[f"blank_{language}", assignment].issues
+            issues = run.submissions[f"blank_{language}", assignment].issue_texts()
             assert any("no answer changed since the release" in issue for issue in issues), (language, issues)
 
 

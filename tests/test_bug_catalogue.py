@@ -87,7 +87,7 @@ def test_correct_answers_in_every_style_earn_full_marks_with_no_alarm_and_no_dia
     assert len(variants.alternatives(registry.get(assignment))) >= 2
     for name, namespace in _correct(assignment):
         verdicts = catalogue.graded(assignment, namespace)
-        lost = {g: [c.message for c in checks if not c.passed] for g, checks in verdicts.items()
+        lost = {g: [c.text() for c in checks if not c.passed] for g, checks in verdicts.items()
                 if any(not c.passed for c in checks)}
         assert not lost, (name, lost)
         alarms = {g: [what for what, _, message, _ in c.results if message is not None]

@@ -22,8 +22,9 @@ import pytest
 from conftest import copy_course
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from attnkit_grader import Course, Job, Outcome, check_submission, demo, grade, release
-from attnkit_grader.autograders.base import Autograder, execution_issues, nbgrader_failure
+from attnkit_grader import (CellResult, CheckResult, Course, Job, Message, SubmissionResult, check_submission, demo,
+                            grade, release)
+from attnkit_grader.autograders.base import Autograder, execution_issues, failed, nbgrader_failure
 from attnkit_grader.cli import main
 from attnkit_grader.pipeline import read_roster
 from attnkit_grader.releases import compare_trees, drift
@@ -188,9 +189,9 @@ def test_hand_ins_are_collected_into_submitted_and_odd_ones_rejected_uncopied(tm
     records = {s: place(course, handed_in, s, "toy", released) for s in ("ada", "bo", "cy", "di")}
     assert {s: r.status for s, r in records.items()} == {"ada": "pending", "bo": "rejected", "cy": "rejected",
                                                          "di": "rejected"}
-    assert records["bo"].issues == ["bo/toy/data is a symbolic link; hand in plain files"]
-    assert records["cy"].issues == ["cy/toy/pipe is not a plain file; hand in plain files"]
-    assert records["di"].issues == ["di/toy is a symbolic link (or lies behind one); hand in plain files"]
+    assert records["bo"].issue_texts() == ["bo/toy/data is a symbolic link; hand in plain files"]
+    assert records["cy"].issue_texts() == ["cy/toy/pipe is not a plain file; hand in plain files"]
+    assert records["di"].issue_texts() == ["di/toy is a symbolic link (or lies behind one); hand in plain files"]
     assert file_hashes(tmp_path / "submitted") == {"ada/toy/toy.ipynb": before["ada/toy/toy.ipynb"]}
     assert file_hashes(handed_in) == before
     again = place(course, tmp_path / "submitted", "ada", "toy", released)      # already in submitted/: kept
@@ -209,7 +210,7 @@ def test_execution_issues_report_timeouts_and_crashing_setup_but_not_failed_test
     notebook.cells[1].outputs = [error_output("ModuleNotFoundError", "No module named 'nope'")]
     notebook.cells[2].outputs = [error_output("KeyboardInterrupt"), error_output("CellTimeoutError")]
     notebook.cells[3].outputs = [error_output("AssertionError")]
-    assert execution_issues(notebook, "toy.ipynb", 20) == [
+    assert list(map(str, execution_issues(notebook, "toy.ipynb", 20))) == [
         "toy.ipynb cell 2 ('setup') raised ModuleNotFoundError: No module named 'nope'",
         "toy.ipynb cell 3 ('square') ran over the 20 s limit and was interrupted",
     ]
@@ -219,7 +220,7 @@ def test_later_errors_are_counted_not_listed():
     notebook = toy_notebook()
     notebook.cells[1].outputs = [error_output("ImportError", "boom")]
     notebook.cells[2].outputs = [error_output("NameError", "name 'math' is not defined")]
-    issues = execution_issues(notebook, "toy.ipynb", 20)
+    issues = list(map(str, execution_issues(notebook, "toy.ipynb", 20)))
     assert issues == ["toy.ipynb cell 2 ('setup') raised ImportError: boom",
                       "1 later non-test cell(s) of toy.ipynb also raised"]
 
@@ -234,7 +235,7 @@ def test_later_errors_are_counted_not_listed():
     ("nothing recognisable", "see its log"),
 ])
 def test_nbgrader_failures_are_explained(log, expected):
-    reason = nbgrader_failure(log)
+    reason = str(nbgrader_failure(log))
     assert reason.startswith("nbgrader could not grade it") and expected in reason
 
 
@@ -325,12 +326,14 @@ def test_the_autograded_copy_keeps_what_the_formgrader_needs_and_shows_text_only
          "result": "<matplotlib.lines.Line2D object at 0x7f00>"},
         {"index": duplicate, "status": "error", "error": "ValueError: \ud800 no", "line": 2},
         {"index": "(.*", "status": {"odd": 1}, "stdout": ["not", "text"]}, 7]}
-    entry = json.loads(json.dumps({                                              # as the journal keeps it
-        "checks": {"test_pe_table": [["shape <ok>", 0.5, 0.5, True, "", "structure"],
-                                     ["values", 0.0, 1.5, False, "off by <2>\x1b[0m", "reference"]]},
-        "cells": plain_cells(report), "outputs": autograded.captured(report)}))
+    checks = (CheckResult("shape", "shape <ok>", 0.5, 0.5, True, "structure"),
+              CheckResult("values", "values", 0.0, 1.5, False, "values", Message.text("off by <2>\x1b[0m")))
+    result = SubmissionResult("ada", PS1, "graded", cells={"test_pe_table": CellResult("test_pe_table", "test", 2.0,
+                                                                                         0.5, checks)},
+                              run={"cells": plain_cells(report), "outputs": autograded.captured(report)})
+    result = SubmissionResult.from_json(json.loads(json.dumps(result.to_json())))   # as the journal keeps it
     data = json.dumps(submission).encode()
-    node = autograded.notebook(release, data, entry)
+    node = autograded.notebook(release, data, result)
 
     grade_ids = [c.metadata["nbgrader"]["grade_id"] for c in node.cells if "nbgrader" in c.metadata]
     assert grade_ids == release.order                     # each release cell once, in place; forged ids gone
@@ -352,7 +355,7 @@ def test_the_autograded_copy_keeps_what_the_formgrader_needs_and_shows_text_only
     [verdicts] = cells["test_pe_table"].outputs
     assert verdicts.text.splitlines() == ["Checked by the grader outside the notebook: 0.5 / 2 points",
                                           "passed 0.5/0.5 [structure] shape <ok>",
-                                          "FAILED 0/1.5 [reference] values: off by <2>"]
+                                          "FAILED 0/1.5 [values] values: off by <2>"]
     assert cells["test_pe_table"].source == "".join(release.locked["test_pe_table"]["source"])
     assert cells["test_pe_forward"].outputs[0].text.startswith("Checked by the grader outside the notebook: 0 / 4")
     text = shown_text(node)
@@ -366,7 +369,7 @@ def test_the_autograded_copy_keeps_what_the_formgrader_needs_and_shows_text_only
         assert attack not in html.lower(), attack
 
     path = tmp_path / "autograded" / "ada" / PS1 / f"{PS1}.ipynb"
-    assert autograded.write(path, node) and not autograded.write(path, autograded.notebook(release, data, entry))
+    assert autograded.write(path, node) and not autograded.write(path, autograded.notebook(release, data, result))
     assert nbformat.read(path, as_version=4) == node and sorted(p.name for p in path.parent.iterdir()) == [path.name]
 
 
@@ -448,7 +451,7 @@ class PretendAutograder(Autograder):
     def run(self, jobs):
         for job in reversed(list(jobs)):                 # any order must do
             self.jobs.append(job)
-            yield Outcome(job, ok=False, seconds=0.0, issues=["pretend failure"])
+            yield failed(job, "pretend failure"), ""
 
 
 @pytest.mark.slow
@@ -560,10 +563,10 @@ def test_every_bad_submission_is_reported_by_name_with_its_reason(graded, expect
     text = run.text()
     for (student, assignment), reason in REPORTED.items():
         record = run.submissions[student, assignment]
-        assert any(reason in issue for issue in record.issues), (student, assignment, record.issues)
+        assert any(reason in issue for issue in record.issue_texts()), (student, assignment, record.issues)
         assert f"{student} / {assignment} [{record.status}]" in text and reason in text
     for assignment in ("ps1_learnable_pe", "ps2_relative_pe"):    # the instructor's own answers: flagged, no more
-        issues = run.submissions["ref_solution", assignment].issues
+        issues = run.submissions["ref_solution", assignment].issue_texts()
         assert len(issues) == 1 and "alike to the instructor's solution" in issues[0], issues
 
 
@@ -585,8 +588,8 @@ def test_one_worker_and_the_pool_give_the_same_grades(graded, graded_sequentiall
     assert graded_sequentially.table.review == pool.table.review
     for key, record in pool.submissions.items():
         other = graded_sequentially.submissions[key]
-        assert (other.status, other.issues, other.checks, other.failures) == (
-            record.status, record.issues, record.checks, record.failures), key
+        assert (other.status, other.issues, other.checked, other.failures()) == (
+            record.status, record.issues, record.checked, record.failures()), key
 
 
 @pytest.mark.slow
@@ -677,7 +680,7 @@ def test_feedback_html_for_every_graded_submission(graded, example_course):
         page = Path(record.feedback)
         assert page == example_course / "grades" / "feedback" / student / assignment / f"{assignment}.html"
         text = page.read_text()
-        assert "<html" in text[:500].lower() and all(grade_id in text for grade_id in record.checks), page
+        assert "<html" in text[:500].lower() and all(grade_id in text for grade_id in record.checked), page
 
 
 @pytest.mark.slow

@@ -320,20 +320,20 @@ def test_each_known_bug_loses_exactly_its_checks(student, assignment):
     assert failed == FAILED[(student, assignment)]
     for check in by_id(assignment, verdicts).values():
         assert check.points == (check.max_points if check.passed else 0.0)
-        assert check.passed == (check.message == "")
-        assert "grader could not" not in check.message
+        assert check.passed == (check.text() == "")
+        assert "grader could not" not in check.text()
 
 
 def test_failed_checks_say_what_to_fix():
     checks = by_id("ps2_relative_pe", graded("bug_skew_reversed", "ps2_relative_pe", 0)[3])
-    assert "skew(X) on and below the diagonal" in checks["skew_gather"].message
+    assert "skew(X) on and below the diagonal" in checks["skew_gather"].text()
     checks = by_id("ps1_learnable_pe", graded("bug_frozen_table", "ps1_learnable_pe", 0)[3])
-    assert "requires_grad=False" in checks["pe_trainable"].message
-    assert "no gradient reached the table" in checks["pe_gradient"].message
+    assert "requires_grad=False" in checks["pe_trainable"].text()
+    assert "no gradient reached the table" in checks["pe_gradient"].text()
     checks = by_id("ps2_relative_pe", graded("blank", "ps2_relative_pe", 0)[3])
-    assert checks["skew_shape"].message == "not implemented yet: your code still raises NotImplementedError"
+    assert checks["skew_shape"].text() == "not implemented yet: your code still raises NotImplementedError"
     checks = by_id("ps1_learnable_pe", graded("partial", "ps1_learnable_pe", 0)[3])
-    assert "expected ValueError, got another exception" in checks["pe_too_long"].message
+    assert "expected ValueError, got another exception" in checks["pe_too_long"].text()
 
 
 def test_judged_scores_equal_expected_scores_for_many_seeds():
@@ -350,10 +350,10 @@ def test_a_notebook_that_never_got_there_scores_zero(assignment):
         assert total(verdicts) == 0
         assert set(verdicts) == set(registry.max_points(assignment))
     message = judges.judge(registry.get(assignment), inputs, {}, {"*": "outputs.npz is not a zip file"})
-    assert all("could not be used" in c.message for checks in message.values() for c in checks)
+    assert all("could not be used" in c.text() for checks in message.values() for c in checks)
     not_run = judges.judge(registry.get(assignment), inputs, {}, {probe.name: "not run: not valid JSON (line 3)"
                                                     for probe in probes_of(assignment)})
-    assert all(c.message.startswith("this check did not run: not valid JSON (line 3)")
+    assert all(c.text().startswith("this check did not run: not valid JSON (line 3)")
                for checks in not_run.values() for c in checks)
 
 
@@ -440,7 +440,7 @@ def test_a_tensor_subclass_is_read_for_what_it_holds():
     verdicts = judges.judge(registry.get("ps1_learnable_pe"), inputs, outputs, errors)
     # Zeros of the right shape: right structure, no right value, so nothing counts.
     assert not passed_ids("ps1_learnable_pe", verdicts) and total(verdicts) == 0
-    assert all(by_id("ps1_learnable_pe", verdicts)[i].message.startswith("right, but counts only once")
+    assert all(by_id("ps1_learnable_pe", verdicts)[i].text().startswith("right, but counts only once")
                for i in STRUCTURAL["ps1_learnable_pe"])
     assert np.array_equal(outputs["pe_known_table"]["output"], np.zeros_like(inputs["pe_known_table"]["arrays"]["X"]))
 
@@ -535,7 +535,7 @@ def test_odd_containers_never_raise():
         assert total(verdicts) <= 0.5
     flat = judges.judge(registry.get("ps2_relative_pe"), inputs, {"skew_shape/output_X": np.zeros((2, 3, 5, 5))}, {})
     # the flat "probe/key" layout is read too: the shape is right (alone in its cell, it counts for nothing)
-    assert by_id("ps2_relative_pe", flat)["skew_shape"].message.startswith("right, but counts only once")
+    assert by_id("ps2_relative_pe", flat)["skew_shape"].text().startswith("right, but counts only once")
     assert not judges.judge(registry.get("ps2_relative_pe"), {}, {"skew_shape": {"output_X": np.zeros((2, 3, 5, 5))}},
                             {})["test_skew"][0].passed
 
@@ -649,7 +649,7 @@ def test_forger_in_full_control_of_the_sandbox_earns_nothing_from_structure(assi
     verdicts = judges.judge(registry.get(assignment), inputs, forged_outputs(assignment, inputs), {})
     assert total(verdicts) == 0 and not passed_ids(assignment, verdicts)
     checks = by_id(assignment, verdicts)
-    assert all(checks[i].message.startswith("right, but counts only once") for i in STRUCTURAL[assignment])
+    assert all(checks[i].text().startswith("right, but counts only once") for i in STRUCTURAL[assignment])
     # the forged ValueError flag of pe_too_long is believed by nobody: that check is worth 0 points
     if assignment == "ps1_learnable_pe":
         assert checks["pe_too_long"].max_points == 0
@@ -719,21 +719,21 @@ def test_memory_probe_separates_skewed_from_naive_under_the_sandbox_cap(tmp_path
     answers = answer_cells("ref_solution", "ps2_relative_pe")
     outputs, errors = _memory_run(tmp_path, answers, inputs)
     checks = by_id("ps2_relative_pe", judges.judge(registry.get("ps2_relative_pe"), inputs, outputs, errors))
-    assert checks["causal_memory"].passed, checks["causal_memory"].message
+    assert checks["causal_memory"].passed, checks["causal_memory"].text()
 
     (tmp_path / "out.npz").unlink()
     naive = answers + ["causal_relative_attention = causal_relative_attention_naive"]
     outputs, errors = _memory_run(tmp_path, naive, inputs)
     checks = by_id("ps2_relative_pe", judges.judge(registry.get("ps2_relative_pe"), inputs, outputs, errors))
     assert not checks["causal_memory"].passed
-    assert "allocate" in checks["causal_memory"].message and "skew(queries @ rel_k.T)" in checks[
-        "causal_memory"].message
+    assert "allocate" in checks["causal_memory"].text() and "skew(queries @ rel_k.T)" in checks[
+        "causal_memory"].text()
 
 
 def test_memory_probe_message_without_any_result():
     inputs = inputs_for("ps2_relative_pe", 0)
     checks = by_id("ps2_relative_pe", judges.judge(registry.get("ps2_relative_pe"), inputs, {}, {}))
-    assert "memory" in checks["causal_memory"].message and "GiB" in checks["causal_memory"].message
+    assert "memory" in checks["causal_memory"].text() and "GiB" in checks["causal_memory"].text()
 
 
 def test_judge_leaves_its_inputs_alone():

@@ -36,7 +36,7 @@ import pytest
 from markupsafe import escape
 from conftest import copy_course
 
-from attnkit_grader import Course, grade
+from attnkit_grader import CellResult, CheckResult, Course, Message, SubmissionResult, grade
 from attnkit_grader.autograders.sandboxed import cell_issues, derive_seed, plain_cells
 from attnkit_grader.cli import parser
 from attnkit_grader.feedback import page
@@ -59,19 +59,45 @@ OUTPUT_DIRS = ("grades", "grades_sequential", "grades_pool")
 
 # --- fast: the parts, without a sandbox ---------------------------------------------------------------------
 
+def journalled(student, sha256, score=1.0):
+    check = CheckResult("c1", "values", score, 1.0, score == 1.0, "values",
+                        None if score else Message.make("off by up to {worst:.3g}", worst=0.25), ("bug_a",))
+    return SubmissionResult(student, "a", "graded", [Message.make("{count} later cell(s) raised", count=2)],
+                            {"t": CellResult("t", "test", 1.0, score, (check,))}, 1.5, sha256=sha256, grader="g",
+                            run={"outputs": {"3": [["stdout", "hi\n"]]}})
+
+
 def test_journal_ignores_a_line_cut_short_and_appends_on_a_fresh_line(tmp_path):
     path = tmp_path / "journal.jsonl"
     journal = Journal(path)
-    journal.append({"student": "ada", "assignment": "a", "sha256": "1", "grader": "g", "scores": {"t": 1.0}})
+    journal.append(journalled("ada", "1", score=0.0))
     with open(path, "ab") as handle:
         handle.write(b'{"student": "bo", "assignment": "a", "sha2')          # kill -9 in the middle of a line
     again = Journal(path)
-    assert len(again) == 1 and again.find("ada", "a", "1", "g")["scores"] == {"t": 1.0}
+    assert len(again) == 1 and again.find("ada", "a", "1", "g") == journalled("ada", "1", score=0.0)
+    assert again.find("ada", "a", "1", "g").failures() == {"t": "off by up to 0.25"}
     assert again.find("ada", "a", "2", "g") is None and again.find("ada", "a", "1", "other grader") is None
-    again.append({"student": "bo", "assignment": "a", "sha256": "3", "grader": "g"})
+    again.append(journalled("bo", "3"))
     assert len(Journal(path)) == 2
     again.start_afresh()
     assert len(Journal(path)) == 0 and (tmp_path / "journal.jsonl.old").is_file()
+
+
+def test_a_journal_line_of_an_older_grader_is_refused_with_a_warning_never_misread(tmp_path, caplog):
+    """Version 1 lines (before the result record) held positional check lists: never read as records."""
+    path = tmp_path / "journal.jsonl"
+    old = {"version": 1, "student": "ada", "assignment": "a", "sha256": "1", "grader": "g", "status": "graded",
+           "scores": {"t": 1.0}, "checks": {"t": [["values", 1.0, 1.0, True, "", "reference"]]}, "issues": []}
+    path.write_text(json.dumps(old) + "\n")
+    with caplog.at_level("WARNING", logger="attnkit_grader.journal"):
+        journal = Journal(path)
+    assert journal.find("ada", "a", "1", "g") is None and journal.stale == 1
+    assert "1 line(s) written by an older grader" in caplog.text and "graded again" in caplog.text
+    journal.append(journalled("ada", "1"))              # the new line wins; the old one stays, unread
+    again = Journal(path)
+    assert again.find("ada", "a", "1", "g") == journalled("ada", "1") and again.stale == 1
+    with pytest.raises(ValueError, match="version 1, not 2"):
+        SubmissionResult.from_json(old)
 
 
 class Clock:
@@ -193,7 +219,8 @@ def test_a_forged_runner_report_cannot_break_the_parent():
     cells = plain_cells(report)
     assert [c["index"] for c in cells] == [None, None] and cells[0]["grade_id"] is None
     assert all("\x1b" not in c["error"] and len(c["error"]) <= 200 for c in cells)
-    assert cell_issues(report, release, "cell (.* crashed") == ["cell None ('pe_answer') raised ValueError: no"]
+    assert list(map(str, cell_issues(report, release, "cell (.* crashed"))) == [
+        "cell None ('pe_answer') raised ValueError: no"]
     assert cell_issues({"cells": "nope", "remarks": None}, release, None) == []
 
 
@@ -207,14 +234,16 @@ def test_an_oversized_notebook_is_rejected_unread(tmp_path):
     with open(folder / f"{PS1}.ipynb", "wb") as handle:
         handle.truncate(33 * 2**20)                      # sparse: no disk used, never read
     record = place(Course(tmp_path), tmp_path / "handed_in", "big", PS1, released, copy=False)
-    assert (record.status, record.issues) == ("rejected", [f"{PS1}.ipynb is larger than 32 MiB"])
+    assert (record.status, record.issue_texts()) == ("rejected", [f"{PS1}.ipynb is larger than 32 MiB"])
     assert not (tmp_path / "submitted").exists()
 
 
 def test_feedback_page_shows_verdicts_escaped_and_test_source_only_on_request():
-    entry = {"student": "<ada>", "assignment": PS1, "issues": ["cell 5 raised <script>alert(1)</script>"],
-             "scores": {"test_pe_table": 1.0, "written": None},
-             "checks": {"test_pe_table": [["shape", 1.0, 1.0, True, ""], ["values", 0.0, 1.0, False, "off by <2>"]]}}
+    checks = (CheckResult("shape", "shape", 1.0, 1.0, True, "structure"),
+              CheckResult("values", "values", 0.0, 1.0, False, "values", Message.text("off by <2>")))
+    entry = SubmissionResult("<ada>", PS1, "graded", ["cell 5 raised <script>alert(1)</script>"],
+                             {"test_pe_table": CellResult("test_pe_table", "test", 2.0, 1.0, checks),
+                              "written": CellResult("written", "written", 3.0, None, answered=True)})
     cells = [("test_pe_table", "test", 2.0, "assert visible_check()"), ("written", "written", 3.0, "Answer")]
     text = page(entry, cells)
     assert "<script>" not in text and "&lt;script&gt;" in text and "off by &lt;2&gt;" in text
@@ -311,7 +340,7 @@ def test_controls_grade_the_same_with_one_worker_and_with_the_pool(hostile):
     assert sequential.table.as_dict() == pool.table.as_dict()
     for key, record in pool.submissions.items():
         other = sequential.submissions[key]
-        assert (record.status, record.issues, record.checks) == (other.status, other.issues, other.checks), key
+        assert (record.status, record.issues, record.checked) == (other.status, other.issues, other.checked), key
     assert points(pool, "blank") == {"test_pe_table": 0.0, "test_pe_forward": 0.0}
     assert points(pool, "partial") == {"test_pe_table": 2.0, "test_pe_forward": 3.0}
     # right shapes and no right value: the structure checks pass and count for nothing
@@ -331,14 +360,14 @@ def test_the_forged_flag_changes_one_verdict_worth_nothing(hostile):
     """flag_forger turns the ValueError verdict of pe_too_long (its process's own report, which nothing
     outside it can verify) into a pass, and nothing else: that check is shown, worth 0 points."""
     run, controls = hostile["run"], hostile["pool"]
-    forged = {name: passed for cell, checks in run.submissions["flag_forger", PS1].checks.items()
-              for name, _, _, passed, _, _ in checks}
-    control = {name: passed for cell, checks in controls.submissions["partial", PS1].checks.items()
-               for name, _, _, passed, _, _ in checks}
+    forged = {check.name: check.passed for checks in run.submissions["flag_forger", PS1].checked.values()
+              for check in checks}
+    control = {check.name: check.passed for checks in controls.submissions["partial", PS1].checked.values()
+               for check in checks}
     changed = {name for name in forged if forged[name] != control[name]}
     assert len(changed) == 1 and next(iter(changed)).startswith(FLAG_CHECK)
-    worth = {name: max_points for checks in run.submissions["flag_forger", PS1].checks.values()
-             for name, _, max_points, _, _, _ in checks}
+    worth = {check.name: check.max_points for checks in run.submissions["flag_forger", PS1].checked.values()
+             for check in checks}
     assert worth[next(iter(changed))] == 0
 
 
@@ -349,7 +378,7 @@ def test_broken_runs_get_a_reason_and_their_controls_points(hostile):
         record = run.submissions[student, PS1]
         assert record.status == "graded", (student, record.issues)
         assert points(run, student) == points(controls, spec["control"]), student
-        assert any(spec["reason"] in issue for issue in record.issues), (student, record.issues)
+        assert any(spec["reason"] in issue for issue in record.issue_texts()), (student, record.issues)
         assert f"{student} / {PS1} [graded]" in run.text()
 
 
@@ -409,9 +438,9 @@ def test_feedback_shows_each_check_and_its_message_never_hidden_test_code(hostil
     for (student, _), record in run.submissions.items():
         text = Path(record.feedback).read_text()
         assert all(line not in text for line in hidden), student
-        for checks in record.checks.values():
-            for name, _, _, passed, message, _ in checks:
-                assert escape(name) in text and (passed or escape(message) in text)   # jinja2's escaping
+        for checks in record.checked.values():
+            for check in checks:
+                assert escape(check.name) in text and (check.passed or escape(check.text()) in text)   # jinja2's escaping
 
 
 @pytest.mark.slow
@@ -483,7 +512,7 @@ def test_a_batch_killed_with_sigkill_resumes_with_the_same_grades(hostile, tmp_p
     reference = hostile["run"]
     for student in QUICK:
         assert points(resumed, student) == points(reference, student), student
-        assert records[student, PS1].checks == reference.submissions[student, PS1].checks, student
+        assert records[student, PS1].checked == reference.submissions[student, PS1].checked, student
     assert len(Journal(journal)) == len(QUICK)
     assert tree_digest(root / "handed_in") == before
 
@@ -524,5 +553,5 @@ def test_a_notebook_linked_to_the_instructors_is_not_graded(sandboxes, tmp_path)
     run = grade(root, [PS1], root / "handed_in", workers=1)
     for student in ("linker", "filelink"):
         record = run.submissions[student, PS1]
-        assert record.status == "rejected" and any("symbolic link" in issue for issue in record.issues), record
+        assert record.status == "rejected" and any("symbolic link" in issue for issue in record.issue_texts()), record
         assert points(run, student) == {"test_pe_table": 0.0, "test_pe_forward": 0.0}

@@ -16,11 +16,11 @@ import importlib
 
 _EXPORTS = {
     "Autograder": "autograders.base", "Job": "autograders.base", "NbgraderAutograder": "autograders.base",
-    "Outcome": "autograders.base",
     "Course": "course",
-    "GradingRun": "pipeline", "Submission": "pipeline", "demo": "pipeline", "grade": "pipeline",
+    "GradingRun": "pipeline", "demo": "pipeline", "grade": "pipeline",
     "Issue": "precheck", "check_submission": "precheck",
     "NbgraderError": "releases", "drift": "releases", "release": "releases",
+    "CellResult": "results", "CheckResult": "results", "Message": "results", "SubmissionResult": "results",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -14,7 +14,7 @@ The copy is built in the grading parent, never in a sandbox, from:
   back from the RELEASE, so no hidden test is ever in it), with the release's nbgrader metadata and cell
   type on the first cell of each release ``grade_id`` (as nbgrader's OverwriteCells and DeduplicateIds
   do; later copies and unknown ids lose their nbgrader metadata) and no other cell metadata;
-- the text each code cell wrote in the sandbox (:func:`captured`, stored in the journal entry so a
+- the text each code cell wrote in the sandbox (:func:`captured`, stored in the journal's record so a
   resumed submission gets the same copy), as ``stream`` outputs only: never HTML, images or other rich
   outputs, with escape sequences and control characters removed and the length capped, since the
   student wrote it and the instructor reads it in a browser;
@@ -126,17 +126,15 @@ def captured(report, skipped=()):
 
 
 def verdict_lines(checks, max_points):
-    """What the formgrader shows under a test cell: the judge's checks, never test code."""
-    checks = checks if isinstance(checks, list) else []
-    earned = sum(float(c[1]) for c in checks)
+    """What the formgrader shows under a test cell: the judge's checks (CheckResults), never test code."""
+    earned = sum(check.points for check in checks)
     lines = [f"Checked by the grader outside the notebook: {earned:g} / {max_points:g} points"]
     if not checks:
         lines.append("no automatic check ran for this cell")
     for check in checks:
-        name, points, top, passed, message = check[:5]
-        kind = f" [{check[5]}]" if len(check) > 5 and check[5] else ""
-        text = f"{'passed' if passed else 'FAILED'} {float(points):g}/{float(top):g}{kind} {plain_text(name)}"
-        lines.append(text + (f": {plain_text(message)}" if message else ""))
+        text = f"{'passed' if check.passed else 'FAILED'} {check.points:g}/{check.max_points:g} [{check.kind}] " \
+               f"{plain_text(check.name)}"
+        lines.append(text + (f": {plain_text(check.text())}" if check.message else ""))
     return clipped("\n".join(lines) + "\n", OUTPUT_CHARS)
 
 
@@ -165,12 +163,13 @@ def safe_attachments(cell):
     return kept or None
 
 
-def notebook(release, data, entry):
+def notebook(release, data, result):
     """The autograded copy (an nbformat NotebookNode) of the submission ``data`` (bytes as handed in).
 
-    ``release``: the assignment's :class:`~attnkit_grader.release_cells.Release`; ``entry``: the journal
-    entry of the submission (its ``checks``, ``cells`` and ``outputs``). ValueError when the submission
-    has no list of cells (such a submission is never graded).
+    ``release``: the assignment's :class:`~attnkit_grader.release_cells.Release`; ``result``: the
+    submission's :class:`~attnkit_grader.results.SubmissionResult` (its checks, and in ``run`` the runner's
+    cells and their captured ``outputs``). ValueError when the submission has no list of cells (such a
+    submission is never graded).
     """
 
     try:
@@ -187,10 +186,9 @@ def notebook(release, data, entry):
             released.setdefault(grade_id, cell)
     release_markdown = {text_of(c.get("source")) for c in release.notebook["cells"] if c.get("cell_type") == "markdown"}
     tests = {grade_id: points for grade_id, kind, points, _ in release.cells if kind == "test"}
-    outputs = entry.get("outputs") if isinstance(entry.get("outputs"), dict) else {}
-    ran = {c.get("index") for c in entry.get("cells", []) if isinstance(c, dict)
+    outputs = result.run.get("outputs") if isinstance(result.run.get("outputs"), dict) else {}
+    ran = {c.get("index") for c in result.run.get("cells", []) if isinstance(c, dict)
            and c.get("status") in ("ok", "error", "timeout")}
-    checks = entry.get("checks") if isinstance(entry.get("checks"), dict) else {}
 
     copied, graded_ids, cell_ids, count = [], set(), set(), 0
     for index, cell in enumerate(cells, start=1):
@@ -211,7 +209,9 @@ def notebook(release, data, entry):
             new = nbformat.v4.new_code_cell(source, metadata=metadata)
             if grade_id in tests:
                 new.outputs = [nbformat.v4.new_output("stream", name="stdout",
-                                                      text=verdict_lines(checks.get(grade_id), tests[grade_id]))]
+                                                      text=verdict_lines(result.cells[grade_id].checks
+                                                                                if grade_id in result.cells else (),
+                                                                                tests[grade_id]))]
             elif cell["cell_type"] == "code":
                 quiet = ends_quietly(source)                  # a value is shown as text, never rich
                 new.outputs = [nbformat.v4.new_output("stream", name="stderr" if name == "stderr" else "stdout",

@@ -226,7 +226,7 @@ def outcome(assignment, bug, seed=SEED, root=None):
         failed={g: [ids[g][i] for i, c in enumerate(checks) if not c.passed] for g, checks in verdicts.items()},
         visible_failed={g: [what for what, points, message, _ in c.results if message is not None]
                         for g, c in seen.items()},
-        messages=[c.message for checks in verdicts.values() for c in checks if not c.passed])
+        messages=[c.text() for checks in verdicts.values() for c in checks if not c.passed])
 
 
 def write_worked(assignment, root=None):
@@ -308,7 +308,7 @@ def reasons(assignment, seed=SEED):
                     continue
                 if check.passed:
                     kept.append(check_id)
-                elif check.message.startswith("right, but counts only"):
+                elif check.text().startswith("right, but counts only"):
                     unsupported.append(check_id)
                 else:
                     broke.append(f"{check_id} {checking.fmt(check.max_points)}")

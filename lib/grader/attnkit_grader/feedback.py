@@ -61,25 +61,27 @@ was wrong.</p>
 """)
 
 
-def page(entry, cells, show_tests=False):
+def page(result, cells, show_tests=False, translate=None):
     """The HTML text of one submission's feedback.
 
-    ``entry``: the grader's record (see :mod:`attnkit_grader.autograders.sandboxed`); ``cells``: the release's
-    graded cells [(grade_id, kind, max points, visible source)] in notebook order.
+    ``result``: the submission's :class:`~attnkit_grader.results.SubmissionResult` (its cells, checks and
+    issues); ``cells``: the release's graded cells [(grade_id, kind, max points, visible source)] in notebook
+    order; ``translate``: the catalogue the messages are rendered through (default: English).
     """
-    scores, checks = entry["scores"], entry["checks"]
+    scores = result.scores()
     auto = [(g, m) for g, kind, m, _ in cells if kind == "test"]
     shown = []
     for grade_id, kind, max_points, source in cells:
         score = scores.get(grade_id)
+        checks = result.cells[grade_id].checks if grade_id in result.cells else ()
         shown.append({
             "grade_id": grade_id, "score": number(score), "max_points": number(max_points),
             "written": kind == "written", "unanswered": score == 0,
             "source": source if show_tests and kind != "written" else None,
-            "checks": [{"name": c[0], "points": number(c[1]), "max_points": number(c[2]), "passed": c[3],
-                        "message": c[4]} for c in checks.get(grade_id, [])],
+            "checks": [{"name": c.name, "points": number(c.points), "max_points": number(c.max_points),
+                        "passed": c.passed, "message": c.text(translate)} for c in checks],
         })
     return TEMPLATE.render(
-        assignment=entry["assignment"], student=entry["student"], style=STYLE,
+        assignment=result.assignment, student=result.student, style=STYLE,
         earned=number(sum(scores.get(g) or 0.0 for g, _ in auto)), top=number(sum(m for _, m in auto)),
-        manual=[g for g, kind, _, _ in cells if kind == "written"], issues=entry.get("issues") or [], cells=shown)
+        manual=[g for g, kind, _, _ in cells if kind == "written"], issues=result.issue_texts(translate), cells=shown)

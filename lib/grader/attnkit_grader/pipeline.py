@@ -12,8 +12,11 @@
    automatic scores are recomputed, manual scores entered in formgrader are kept): by default the
    sandboxed, parallel, resumable :class:`~attnkit_grader.autograders.sandboxed.SandboxAutograder`, or
    ``grader="nbgrader"`` for plain ``nbgrader autograde``. A progress bar with an ETA goes to stderr.
-5. Feedback HTML, grades.csv (nbgrader's export), cells.csv and checks.csv, the per-cell table with the
-   reason for every lost point, a score histogram, a per-exercise success-rate plot and a JSON report.
+   Each submission's outcome is one :class:`~attnkit_grader.results.SubmissionResult`, from the pre-check
+   to the reports; the autograder writes its feedback page.
+5. The reports registered in :data:`REPORTS`, each a function of the graded run: grades.csv (nbgrader's
+   export), cells.csv and checks.csv, the per-cell table with the reason for every lost point, a score
+   histogram, a per-exercise success-rate plot, a JSON report and the similarity report.
 
 This process is the only one that writes the gradebook. Running it twice on the same files gives the same
 scores, statuses and reasons. With the sandboxed grader, once the submissions are collected, nothing
@@ -29,8 +32,9 @@ import os
 import shutil
 import stat
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from nbgrader.api import Gradebook, MissingEntry
 
@@ -41,11 +45,12 @@ from .course import Course
 from .isolation import door
 from . import similarity
 from .files import remove
-from .precheck import Issue, check_submission
+from .precheck import check_submission
 from .progress import Progress
 from .releases import compare_trees, release
 from .reports import (export_totals, format_table, number, plot_success, plot_totals, read_scores, write_cell_csv,
                       write_check_csv)
+from .results import Message, SubmissionResult
 
 log = logging.getLogger(__name__)
 
@@ -55,35 +60,11 @@ GRADERS = ("sandbox", "nbgrader")
 
 
 @dataclass
-class Submission:
-    """One student's hand-in for one assignment, and what became of it.
-
-    ``status`` is 'graded', 'rejected' (the pre-check found it ungradable), 'failed' (nbgrader gave up)
-    or 'missing' (nothing handed in). ``issues`` are the reasons and remarks, in plain words.
-    """
-
-    student: str
-    assignment: str
-    status: str = "pending"
-    issues: list = field(default_factory=list)
-    seconds: float = None
-    failures: dict = field(default_factory=dict)   # grade_id -> why it lost points (first failed check)
-    checks: dict = None                            # grade_id -> [[name, points, max, passed, message]]
-    feedback: str = None                           # the feedback page, when one was written
-    resumed: bool = False                          # verdict taken from the journal of an earlier run
-
-    @property
-    def bad(self):
-        """True when it needs the instructor's attention: not graded, or graded with remarks."""
-        return self.status != "graded" or bool(self.issues)
-
-
-@dataclass
 class GradingRun:
     """Everything one :func:`grade` call produced."""
 
     assignments: list
-    submissions: dict          # (student, assignment) -> Submission
+    submissions: dict          # (student, assignment) -> SubmissionResult
     table: object              # reports.ScoreTable
     reports: dict              # name -> Path of each file written in the reports folder
     warnings: list = field(default_factory=list)
@@ -106,14 +87,14 @@ class GradingRun:
         return "\n\n".join(parts)
 
     def problem_lines(self):
-        return [f"  {s.student} / {s.assignment} [{s.status}]: {'; '.join(s.issues)}"
+        return [f"  {s.student} / {s.assignment} [{s.status}]: {'; '.join(s.issue_texts())}"
                 for s in self.bad() if s.status != "missing"]
 
     def failure_lines(self):
         lines = []
         for (student, assignment), record in sorted(self.submissions.items()):
             maxima = dict(self.table.cells.get(assignment, []))
-            for grade_id, message in record.failures.items():
+            for grade_id, message in record.failures().items():
                 points = self.table.points.get((student, assignment), {}).get(grade_id)
                 score = f" ({number(points)}/{number(maxima[grade_id])})" if points is not None and grade_id in maxima else ""
                 lines.append(f"  {student} / {assignment} / {grade_id}{score}: {message}")
@@ -152,14 +133,13 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
                 tuple(r.issues))
             for r in records.values() if r.status == "pending"]
     reset_automatic_scores(course, jobs)
-    api = course.api()
     bar = Progress(len(jobs)) if progress and jobs else None
-    for outcome in autograder.run(jobs):
-        record = records[outcome.job.student, outcome.job.assignment]
-        record_outcome(course, api, record, outcome, reports_dir / "logs", autograder, quiet=bar is not None)
+    for result, text in autograder.run(jobs):
+        key = result.student, result.assignment
+        records[key] = record = record_result(course, records[key], result, text, reports_dir / "logs", autograder,
+                                              quiet=bar is not None)
         if bar:
-            bar.update(f"{record.student} / {record.assignment}", progress_note(record, outcome),
-                       timed=not outcome.resumed)
+            bar.update(f"{record.student} / {record.assignment}", progress_note(record), timed=not record.resumed)
     if bar:
         bar.close()
     table = read_scores(course, assignments, students)
@@ -181,29 +161,28 @@ def make_autograder(grader, course, reports_dir, workers=None, fresh=False, show
     return SandboxAutograder(course, reports_dir, workers=workers, fresh=fresh, show_tests=show_tests)
 
 
-def progress_note(record, outcome):
-    """'5.5/6 points, 3.2 s', 'from the journal' or 'failed: why', for the progress line."""
+def progress_note(record):
+    """'5.5 points, 3.2 s', 'from the journal' or 'failed: why', for the progress line."""
     if record.status != "graded":
         return f"{record.status}: {record.issues[-1] if record.issues else ''}"
     text = "graded"
-    if outcome.points:
-        auto = [p for p in outcome.points.values() if p is not None]
+    if record.cells:
+        auto = [p for p in record.scores().values() if p is not None]
         text = f"{sum(auto):g} points"
-    return text + (" (from the journal)" if outcome.resumed else f", {outcome.seconds:.1f} s")
+    return text + (" (from the journal)" if record.resumed else f", {record.seconds:.1f} s")
 
 
 def prepare(course, assignments, submissions, roster, students, autograder=None):
     """Steps 1-3: gradebook in sync, students enrolled, submissions collected into submitted/ and pre-checked.
 
-    Returns ({(student, assignment): Submission}, warnings); gradable submissions are 'pending'.
+    Returns ({(student, assignment): SubmissionResult}, warnings); gradable submissions are 'pending'.
     """
-    tolerant = getattr(autograder, "tolerant", False)
     with tempfile.TemporaryDirectory(prefix="attnkit-grade-") as scratch:
         warnings = sync_gradebook(course, assignments, Path(scratch))
         enrol(course, roster, students)
         warnings += [f"student folder '{s}' is not in the class list; graded anyway"
                      for s in students if roster and s not in roster]
-        records = {(s, a): place(course, submissions, s, a, Path(scratch) / a, tolerant=tolerant)
+        records = {(s, a): place(course, submissions, s, a, Path(scratch) / a, autograder=autograder)
                    for a in assignments for s in students}
     for record in records.values():
         if record.status != "pending":
@@ -278,17 +257,17 @@ def enrol(course, roster, students):
             gradebook.update_or_create_student(student, **details)
 
 
-def place(course, submissions, student, assignment, released, copy=True, tolerant=False):
+def place(course, submissions, student, assignment, released, copy=True, autograder=None):
     """Collect one submission into submitted/ (when ``copy`` and it is not there already) and pre-check
     it; 'pending' if gradable.
 
     A submission whose folder is, or holds, a symbolic link (a link to source/ would have the
     instructor's notebook graded as the student's) or anything but folders and plain files (copying a
-    named pipe would hang the batch) is rejected and not copied. With ``tolerant`` (the
-    sandboxed grader) a notebook nbformat rejects but whose cells can be read is still graded: its
-    cells run as they are, and the reason becomes a remark.
+    named pipe would hang the batch) is rejected and not copied. The ``autograder`` triages the pre-check's
+    issues (:meth:`~attnkit_grader.autograders.base.Autograder.triage`: the sandboxed grader still grades a
+    notebook nbformat rejects when its cells can be read).
     """
-    record = Submission(student, assignment)
+    record = SubmissionResult(student, assignment)
     original = submissions / student / assignment
     odd = odd_entries(original)
     if copy:
@@ -303,23 +282,25 @@ def place(course, submissions, student, assignment, released, copy=True, toleran
         record.status = "rejected"
         path, what = odd[0]
         where = f"{student}/{assignment}" + ("" if path == "." else f"/{path}")
-        record.issues = [f"{where} is {what}; hand in plain files"]
+        record.issues = [Message.make("{path} is {what}; hand in plain files", path=where, what=what)]
     elif not original.is_dir():
-        record.status, record.issues = "missing", [f"nothing handed in (no folder {student}/{assignment}/)"]
+        record.status = "missing"
+        record.issues = [Message.make("nothing handed in (no folder {student}/{assignment}/)", student=student,
+                                      assignment=assignment)]
     elif huge:                                          # never read a file that size into the grader's memory
         record.status = "rejected"
-        record.issues = [f"{name} is larger than {runner.MAX_NOTEBOOK_BYTES // 2**20} MiB" for name in huge]
+        record.issues = [Message.make("{name} is larger than {size} MiB", name=name,
+                                      size=runner.MAX_NOTEBOOK_BYTES // 2**20) for name in huge]
     else:
         translations = [released.parent / name for language, name in course.editions(assignment).items()
                         if name != assignment]
         issues = check_submission(original, released, course.assignment_dir("source", assignment), translations)
-        if tolerant and any(issue.fatal for issue in issues) and runnable(original, released):
-            issues = [Issue(f"{issue.reason} (graded anyway: its cells could be read)") if issue.fatal else issue
-                      for issue in issues]
-        record.issues = [issue.reason for issue in issues]
+        if autograder is not None:
+            issues = autograder.triage(issues, original, released)
+        record.issues = [Message.text(issue.reason) for issue in issues]
         record.status = "rejected" if any(issue.fatal for issue in issues) else "pending"
     if record.status == "rejected":
-        log.warning("%s / %s rejected: %s", student, assignment, "; ".join(record.issues))
+        log.warning("%s / %s rejected: %s", student, assignment, "; ".join(record.issue_texts()))
     return record
 
 
@@ -344,13 +325,6 @@ def odd_entries(folder):
     return sorted(found)
 
 
-def runnable(original, released):
-    """True when every released notebook is in ``original`` with a list of cells the runner can run."""
-    names = [path.name for path in released.glob("*.ipynb")]
-    return bool(names) and all((original / name).is_file() and runner.read_cells(original / name)[2] is None
-                               for name in names)
-
-
 def reset_automatic_scores(course, jobs):
     """Clear old automatic scores of the submissions about to be graded; manual scores stay.
 
@@ -369,40 +343,21 @@ def reset_automatic_scores(course, jobs):
         gradebook.db.commit()
 
 
-def record_outcome(course, api, record, outcome, logs_dir, autograder=None, quiet=False):
-    """Record an autograde outcome; feedback for graded work (nbgrader's, unless the grader wrote its
-    own), forget failed work; keep the grader's log."""
-    record.seconds = outcome.seconds
-    record.issues += [issue for issue in outcome.issues if issue not in record.issues]
-    record.resumed = outcome.resumed
-    text = outcome.log
-    writes_feedback = getattr(autograder, "writes_feedback", False)
-    if outcome.ok:
-        record.status = "graded"
-        record.failures = dict(outcome.failures or {})
-        record.checks = outcome.checks
-        if writes_feedback:
-            record.feedback = str(outcome.feedback) if outcome.feedback else None
-        else:
-            feedback = api.generate_feedback(record.assignment, record.student, force=True)
-            text += feedback.get("log", "") + feedback.get("error", "")
-            if not feedback["success"]:
-                record.issues.append("feedback HTML could not be generated (see the log)")
-            else:
-                page = course.assignment_dir("feedback", record.assignment, record.student)
-                record.feedback = str(next(iter(sorted(page.glob("*.html"))), page))
-    else:
-        record.status = "failed"
-        forget(course, record.assignment, record.student)
+def record_result(course, record, result, text, logs_dir, autograder=None, quiet=False):
+    """The grader's ``result`` of a pending ``record``, with the pre-check's issues first; failed work is
+    forgotten; the grader's log ``text`` is kept."""
+    merged = result.evolve(issues=list(record.issues))
+    merged.add_issues(result.issues)
+    if merged.status != "graded":
+        forget(course, merged.assignment, merged.student)
         if autograder is not None:
-            autograder.forget(record.assignment, record.student)
+            autograder.forget(merged.assignment, merged.student)
     logs_dir.mkdir(parents=True, exist_ok=True)
-    (logs_dir / f"{record.assignment}--{record.student}.log").write_text(text, encoding="utf-8")
+    (logs_dir / f"{merged.assignment}--{merged.student}.log").write_text(text, encoding="utf-8")
     (log.debug if quiet else log.info)(
-        "%s / %s %s in %.1f s%s", record.student, record.assignment, record.status, outcome.seconds,
-        (": " + "; ".join(record.issues)) if record.issues else "")
-
-
+        "%s / %s %s in %.1f s%s", merged.student, merged.assignment, merged.status, merged.seconds or 0.0,
+        (": " + "; ".join(merged.issue_texts())) if merged.issues else "")
+    return merged
 def forget(course, assignment, student):
     """Drop a submission's scores, autograded copy and nbgrader feedback, so nothing stale survives."""
     for step in ("autograded", "feedback"):
@@ -414,27 +369,76 @@ def forget(course, assignment, student):
             pass
 
 
-def write_reports(course, run, reports_dir):
-    """Write grades.csv (nbgrader export), cells.csv, checks.csv (sandboxed grader), scores.png,
-    success.png, table.txt, report.json and similarity.html (pairs of alike answers, for a person to read)."""
-    reports_dir.mkdir(parents=True, exist_ok=True)
-    names = ["grades.csv", "cells.csv", "scores.png", "success.png", "table.txt", "report.json", "similarity.html"]
-    checked = {key: record.checks for key, record in run.submissions.items() if record.checks}
-    if checked:
-        names.insert(2, "checks.csv")
-    paths = {name: reports_dir / name for name in names}
-    export_totals(course, paths["grades.csv"], run.assignments)
-    write_cell_csv(run.table, paths["cells.csv"])
-    if checked:
-        write_check_csv(checked, paths["checks.csv"])
-    plot_totals(run.table, paths["scores.png"])
+@dataclass(frozen=True)
+class Report:
+    """One file of the reports folder: ``write(course, run, path)`` writes it from the graded run;
+    ``wanted(run)``: whether this run has it (checks.csv only when some result holds judged checks)."""
+
+    name: str
+    write: Callable
+    wanted: Callable = None
+
+
+def write_totals(course, run, path):
+    export_totals(course, path, run.assignments)
+
+
+def write_cells(course, run, path):
+    write_cell_csv(run.table, path)
+
+
+def write_checks(course, run, path):
+    write_check_csv(run.submissions, path)
+
+
+def has_checks(run):
+    return any(record.checked for record in run.submissions.values())
+
+
+def write_histogram(course, run, path):
+    plot_totals(run.table, path)
+
+
+def write_success(course, run, path):
     handed_in = {key for key, record in run.submissions.items() if record.status != "missing"}
-    plot_success(run.table, handed_in, paths["success.png"])
-    paths["table.txt"].write_text(run.text() + "\n", encoding="utf-8")
-    paths["report.json"].write_text(json.dumps(report(run), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    plot_success(run.table, handed_in, path)
+
+
+def write_table(course, run, path):
+    path.write_text(run.text() + "\n", encoding="utf-8")
+
+
+def write_json(course, run, path):
+    path.write_text(json.dumps(report(run), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def write_similarity(course, run, path):
     graded = {(student, assignment): course.assignment_dir("submitted", assignment, student)
               for (student, assignment), record in run.submissions.items() if record.status == "graded"}
-    similarity.write_report(course, run.assignments, graded, paths["similarity.html"])
+    similarity.write_report(course, run.assignments, graded, path)
+
+
+# Every report a grading run writes, in the order the CLI lists them: add one here, nowhere else.
+REPORTS = [
+    Report("grades.csv", write_totals),                # nbgrader's export: totals per student and assignment
+    Report("cells.csv", write_cells),                  # points per grade cell
+    Report("checks.csv", write_checks, has_checks),    # every judged check, with its message
+    Report("scores.png", write_histogram),
+    Report("success.png", write_success),
+    Report("table.txt", write_table),                  # what the CLI prints
+    Report("report.json", write_json),
+    Report("similarity.html", write_similarity),       # pairs of alike answers, for a person to read
+]
+
+
+def write_reports(course, run, reports_dir):
+    """Write each of :data:`REPORTS` the run has into ``reports_dir``; {name: path}."""
+    reports_dir.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for entry in REPORTS:
+        if entry.wanted is None or entry.wanted(run):
+            paths[entry.name] = reports_dir / entry.name
+            entry.write(course, run, paths[entry.name])
     return paths
 
 
@@ -442,10 +446,9 @@ def report(run):
     """JSON-ready summary: per student and assignment, points per cell, total, status and issues."""
     students = {}
     for (student, assignment), record in sorted(run.submissions.items()):
-        entry = asdict(record)
-        del entry["student"], entry["assignment"], entry["checks"]
-        entry["points"] = run.table.points[student, assignment]
-        entry["total"] = run.table.total(student, assignment)
-        students.setdefault(student, {})[assignment] = entry
+        students.setdefault(student, {})[assignment] = {
+            "status": record.status, "issues": record.issue_texts(), "seconds": record.seconds,
+            "failures": record.failures(), "feedback": record.feedback, "resumed": record.resumed,
+            "points": run.table.points[student, assignment], "total": run.table.total(student, assignment)}
     return {"assignments": {a: dict(run.table.cells[a]) for a in run.assignments},
             "students": students, "warnings": run.warnings}

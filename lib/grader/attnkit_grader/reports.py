@@ -147,21 +147,19 @@ def plot_totals(table, path):
     figure.savefig(path, dpi=100)
 
 
-def write_check_csv(checks, path):
-    """One row per submission and judged check: the sandboxed grader's verdicts with their messages.
-
-    ``checks``: {(student, assignment): {grade_id: [[name, points, max_points, passed, message, kind]]}};
-    ``kind`` is the judge's class of the check: reference, property or structure (shapes and dtypes).
-    """
+def write_check_csv(records, path):
+    """One row per submission and judged check, with its message: ``records`` {(student, assignment):
+    SubmissionResult} (those without judged checks, e.g. under plain nbgrader, add no row). ``kind`` is the
+    judge's class of the check: values, property or structure (shapes and dtypes)."""
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["student", "assignment", "grade_id", "check", "kind", "passed", "points", "max_points",
                          "message"])
-        for (student, assignment), cells in sorted(checks.items()):
-            for grade_id, found in cells.items():
-                for name, points, max_points, passed, message, *kind in found:
-                    writer.writerow([student, assignment, grade_id, name, kind[0] if kind else "", bool(passed),
-                                     number(points), number(max_points), message])
+        for (student, assignment), record in sorted(records.items()):
+            for grade_id, checks in record.checked.items():
+                for check in checks:
+                    writer.writerow([student, assignment, grade_id, check.name, check.kind, check.passed,
+                                     number(check.points), number(check.max_points), check.text()])
 
 
 def plot_success(table, handed_in, path):

@@ -168,7 +168,7 @@ def scaled_scores(queries, keys):
 ''',
     "checks.py": '''"""{title}: its checks, decided by the trusted grader from the probes' numbers, and their inputs."""
 
-from attnkit_grader.authoring import Spec, as_tensor, close, shape_text, tolerance
+from attnkit_grader.authoring import Spec, as_tensor, close, sentence, shape_text, tolerance
 
 from .reference import scaled_scores
 
@@ -176,7 +176,9 @@ from .reference import scaled_scores
 def _check_scores(case, got):
     queries, keys = case["arrays"]["queries"], case["arrays"]["keys"]
     shape = (queries.shape[0], queries.shape[1], keys.shape[1])
-    what = f"scaled_scores(queries, keys) for queries {{shape_text(queries.shape)}} and keys {{shape_text(keys.shape)}}"
+    # a message is a template and its values, never a finished sentence: it is rendered where it is read
+    what = sentence("scaled_scores(queries, keys) for queries {{queries}} and keys {{keys}}",
+                    queries=shape_text(queries.shape), keys=shape_text(keys.shape))
     scores = got.floats("scores", shape, what)
     ref64 = scaled_scores(as_tensor(queries), as_tensor(keys)).numpy()
     ref32 = scaled_scores(as_tensor(queries).float(), as_tensor(keys).float()).double().numpy()

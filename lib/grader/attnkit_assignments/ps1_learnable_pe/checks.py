@@ -11,7 +11,7 @@ manifest.
 import numpy as np
 import torch
 
-from attnkit_grader.authoring import Spec, as_tensor, close, expect, fmt, scaled, shape_text, tolerance
+from attnkit_grader.authoring import Spec, as_tensor, close, expect, fmt, scaled, sentence, shape_text, tolerance
 
 from .reference import LearnablePositionalEncoding as ReferencePE
 
@@ -31,22 +31,27 @@ NOT_A_PARAMETER = ("a table stored with register_buffer or as a plain tensor att
                    "the optimizer never sees it")
 
 
-def _parameter_shapes(got, shape, default=""):
+def _parameter_shapes(got, shape, default=False):
     count = got.integer("count", "the number of parameters")
     shapes = got.native("shapes", None, "the parameter shapes")
     listed = [tuple(int(s) for s in row if s >= 0) for row in shapes.reshape(-1, 4)[:count]] \
         if shapes.ndim == 2 and shapes.shape[1] == 4 and shapes.dtype.kind in "iu" else []
-    expect(count == 1, f"the module should have exactly one parameter (the table), found {count}"
-                        f"{' with shapes ' + ', '.join(map(shape_text, listed)) if listed else ''}"
-                        f"{'' if count else '; ' + NOT_A_PARAMETER}")
+    expect(count != 0, "the module should have exactly one parameter (the table), found 0; " + NOT_A_PARAMETER)
+    expect(count == 1 or not listed, "the module should have exactly one parameter (the table), found {count} with "
+                                     "shapes {shapes}", count=count, shapes=", ".join(map(shape_text, listed)))
+    expect(count == 1, "the module should have exactly one parameter (the table), found {count}", count=count)
+    found = shape_text(listed[0]) if listed else sentence("another shape")
+    if default:
+        expect(len(listed) == 1 and listed[0] == shape,
+               "the positional table should have shape (max_len, num_hiddens) = {shape} when max_len is not given "
+               "(the exercise fixes max_len=1000), got {found}", shape=shape_text(shape), found=found)
     expect(len(listed) == 1 and listed[0] == shape,
-            f"the positional table should have shape (max_len, num_hiddens) = {shape_text(shape)}{default}, "
-            f"got {shape_text(listed[0]) if listed else 'another shape'}")
+           "the positional table should have shape (max_len, num_hiddens) = {shape}, got {found}",
+           shape=shape_text(shape), found=found)
 
 
 def _check_default(case, got):
-    _parameter_shapes(got, (1000, case["params"]["num_hiddens"]),
-                      " when max_len is not given (the exercise fixes max_len=1000)")
+    _parameter_shapes(got, (1000, case["params"]["num_hiddens"]), default=True)
 
 
 def _check_one_parameter(case, got):
@@ -66,7 +71,7 @@ def _check_trainable(case, got):
             "one SGD step did not change the table: it has requires_grad=False (or is not an nn.Parameter), "
             "so training would never change it")
     close(after, expected, scaled(expected, 1e-5),
-           f"the table after one SGD step (lr={fmt(p['lr'])}) on sum(P * D)")
+          sentence("the table after one SGD step (lr={lr}) on sum(P * D)", lr=fmt(p["lr"])))
 
 
 def _check_gradient(case, got):
@@ -78,10 +83,10 @@ def _check_gradient(case, got):
             "no gradient reached the table: is it an nn.Parameter with requires_grad=True, and is it used "
             "in forward (not a detached copy)?")
     close(grad[:n], want, scaled(want, 1e-5),
-           f"the gradient of sum(pe(X) * G) for the rows 0..{n - 1} used by a length-{n} input "
-           f"(each should be the sum of G over the batch)")
+          sentence("the gradient of sum(pe(X) * G) for the rows 0..{last} used by a length-{n} input (each should "
+                   "be the sum of G over the batch)", last=n - 1, n=n))
     expect(bool((grad[n:] == 0).all()),
-            f"rows {n}..{p['max_len'] - 1} were not used by a length-{n} input but received a gradient")
+           "rows {n}..{last} were not used by a length-{n} input but received a gradient", n=n, last=p["max_len"] - 1)
 
 
 def _check_train_forward(case, got):
@@ -94,7 +99,7 @@ def _check_train_forward(case, got):
 
 def _check_pe_shape(case, got):
     X = case["arrays"]["X"]
-    got.floats("output", X.shape, f"pe(X) for X of shape {shape_text(X.shape)}")
+    got.floats("output", X.shape, sentence("pe(X) for X of shape {shape}", shape=shape_text(X.shape)))
 
 
 def _check_known_table(case, got):
@@ -108,22 +113,23 @@ def _check_known_table(case, got):
 
 def _check_too_long(case, got):
     p, a = case["params"], case["arrays"]
-    boundary = got.floats("boundary_output", a["X_boundary"].shape, f"pe(X) with n = max_len = {p['max_len']}")
+    boundary = got.floats("boundary_output", a["X_boundary"].shape,
+                          sentence("pe(X) with n = max_len = {max_len}", max_len=p["max_len"]))
     ref64, ref32 = _reference_pe(p, a["table"], a["X_boundary"])
     close(boundary, ref64, max(tolerance(ref32, ref64), scaled(ref64, 1e-6)),
-           f"pe(X) with n = max_len = {p['max_len']} (the longest allowed input must work)")
+          sentence("pe(X) with n = max_len = {max_len} (the longest allowed input must work)", max_len=p["max_len"]))
     outcome = got.integer("outcome", "what happened with n = max_len + 1")
-    what = f"pe(X) with {p['max_len'] + 1} positions, max_len={p['max_len']}"
-    expect(outcome != 0, f"{what}: expected ValueError, but it returned an output")
-    expect(outcome == 1, f"{what}: expected ValueError, got another exception (check n > max_len yourself "
-                          f"and raise ValueError naming the argument and both lengths)")
+    what = sentence("pe(X) with {n} positions, max_len={max_len}", n=p["max_len"] + 1, max_len=p["max_len"])
+    expect(outcome != 0, "{what}: expected ValueError, but it returned an output", what=what)
+    expect(outcome == 1, "{what}: expected ValueError, got another exception (check n > max_len yourself and raise "
+                         "ValueError naming the argument and both lengths)", what=what)
 
 
 def _check_pe_parity(case, got):
     p, a = case["params"], case["arrays"]
     for index, (batch, num_steps, num_hiddens, max_len) in enumerate(p["cases"]):
         X = a[f"X_{index}"]
-        what = f"output for X of shape {shape_text(X.shape)}, max_len={max_len}"
+        what = sentence("output for X of shape {shape}, max_len={max_len}", shape=shape_text(X.shape), max_len=max_len)
         out = got.floats(f"output_{index}", X.shape, what)
         ref64, ref32 = _reference_pe({"num_hiddens": num_hiddens, "max_len": max_len}, a[f"table_{index}"], X)
         close(out, ref64, tolerance(ref32, ref64), what)
@@ -135,8 +141,8 @@ def _check_dropout(case, got):
     expected = X + a["table"][:X.shape[1]]
     out = got.floats("train_output", X.shape, "pe(X) in train mode")
     dropped = float((out == 0).mean())
-    expect(0.4 < dropped < 0.6, f"with dropout=0.5 in train mode about half the outputs should be 0, got a "
-                                 f"fraction of {dropped:.3f}: apply nn.Dropout after adding the table")
+    expect(0.4 < dropped < 0.6, "with dropout=0.5 in train mode about half the outputs should be 0, got a fraction "
+                                "of {dropped:.3f}: apply nn.Dropout after adding the table", dropped=dropped)
     kept = out != 0
     close(out[kept], 2.0 * expected[kept], scaled(expected, 1e-4),
            "kept entries in train mode (should be 2 (X + P))")

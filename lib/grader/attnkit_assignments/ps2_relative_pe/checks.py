@@ -9,7 +9,8 @@ import math
 import numpy as np
 import torch
 
-from attnkit_grader.authoring import Spec, as32, as_tensor, close, equal, expect, fmt, scaled, shape_text, tolerance
+from attnkit_grader.authoring import (Spec, as32, as_tensor, close, equal, expect, fmt, scaled, sentence, shape_text,
+                                       tolerance)
 
 from .checks_causal import (_check_causal_agree, _check_causal_mask, _check_causal_parity, _check_causal_shapes,
                             _check_causal_worked, _check_memory)
@@ -25,10 +26,12 @@ __all__ = ["CHECKS", "MEMORY_HEAD_DIM", "MEMORY_LENGTH", "make_inputs"]
 # Problem set 2: relative_position_index
 
 def _index_case(got, index, q, n, k, integer=False):
-    what = f"relative_position_index({q}, {n}, {k})"
+    what = sentence("relative_position_index({q}, {n}, {k})", q=q, n=n, k=k)
     got_index = got.native(f"index_{index}", (q, n), what)
     if integer:
-        expect(got_index.dtype.kind in "iu", f"{what} should hold integers, got dtype {got_index.dtype}")
+        expect(got_index.dtype.kind in "iu",
+                                       "{what} should hold integers, got dtype {dtype}", what=what,
+                                       dtype=got_index.dtype)
     return what, got_index.astype(np.float64) if got_index.dtype.kind == "f" else got_index
 
 
@@ -38,9 +41,9 @@ def _reference_index(q, n, k):
 
 def _check_index_dtype(case, got):
     q, n, k = case["params"]["cases"][0]
-    what = f"relative_position_index({q}, {n}, {k})"
+    what = sentence("relative_position_index({q}, {n}, {k})", q=q, n=n, k=k)
     value = got.native("index_0", (q, n), what)
-    expect(value.dtype == np.int64, f"the index must be int64 (it selects table rows), got {value.dtype}")
+    expect(value.dtype == np.int64, "the index must be int64 (it selects table rows), got {dtype}", dtype=value.dtype)
 
 
 def _check_index_values(case, got):
@@ -55,13 +58,14 @@ def _check_toeplitz(case, got):
         if value.size == 0:                      # zero queries or keys: the shape is all there is to check
             continue
         expect(bool((value[1:, 1:] == value[:-1, :-1]).all()),
-                f"{what} is not constant along diagonals: entry [i, j] must depend on j - i only")
+                "{what} is not constant along diagonals: entry [i, j] must depend on j - i only", what=what)
         diagonal = np.diagonal(value)
         expect(bool((diagonal == k).all()),
-                f"{what} has {[fmt(x) for x in diagonal]} on the diagonal, expected {k} "
-                f"(i = j is distance 0, shifted by k)")
+                "{what} has {values} on the diagonal, expected {k} (i = j is distance 0, shifted by k)",
+                what=what, values=[fmt(x) for x in diagonal], k=k)
         expect(np.unique(value).size > 1 or np.unique(_reference_index(q, n, k)).size == 1,
-                f"{what} holds the same number everywhere; entries off the diagonal belong to other distances")
+                "{what} holds the same number everywhere; entries off the diagonal belong to other distances",
+                what=what)
 
 
 def _check_saturation(case, got):
@@ -69,18 +73,18 @@ def _check_saturation(case, got):
         what, value = _index_case(got, index, q, n, k)
         distance = np.arange(n)[None, :] - np.arange(q)[:, None]           # (q, n): j - i
         expect(bool((value[distance >= k] == 2 * k).all()),
-                f"{what}: entries with j - i >= {k} should all be {2 * k} (clip at +k, then add k); "
-                f"check the sign of j - i and the clipping")
+                "{what}: entries with j - i >= {k} should all be {top} (clip at +k, then add k); check the sign of j "
+                "- i and the clipping", what=what, k=k, top=2 * k)
         expect(bool((value[distance <= -k] == 0).all()),
-                f"{what}: entries with j - i <= -{k} should all be 0")
+                "{what}: entries with j - i <= -{k} should all be 0", what=what, k=k)
 
 
 def _check_index_int64(case, got):
     for index, (q, n, k) in enumerate(case["params"]["cases"]):
-        what = f"relative_position_index({q}, {n}, {k})"
+        what = sentence("relative_position_index({q}, {n}, {k})", q=q, n=n, k=k)
         value = got.native(f"index_{index}", (q, n), what)
-        expect(value.dtype == np.int64, f"relative_position_index must return an int64 (Long) tensor, "
-                                         f"got {value.dtype}")
+        expect(value.dtype == np.int64, "relative_position_index must return an int64 (Long) tensor, got {dtype}",
+                                        dtype=value.dtype)
         equal(value, _reference_index(q, n, k), what)
 
 
@@ -128,23 +132,26 @@ def _check_tables(case, got):
     p, a = case["params"], case["arrays"]
     for name in ("rel_k", "rel_v"):
         shape = a[name].shape
-        found = got.native(f"{name}_shape", None, f"the shape of {name}")
+        found = got.native(f"{name}_shape", None, sentence("the shape of {name}", name=name))
         found = tuple(int(s) for s in found.reshape(-1)) if found.dtype.kind in "iu" and found.ndim == 1 else None
         expect(found == tuple(shape),
-                f"{name} should hold 2 * max_distance + 1 = {shape[0]} rows of head_dim = {shape[1]} values "
-                f"(max_distance={p['max_distance']}, num_hiddens={p['num_hiddens']}, num_heads={p['num_heads']}), "
-                f"got shape {shape_text(found) if found is not None else 'unknown'}")
-        table = got.floats(name, shape, f"{name} read back after loading values into it")
-        close(table, a[name], scaled(a[name], 1e-6), f"{name} read back after loading values into it")
+                "{name} should hold 2 * max_distance + 1 = {rows} rows of head_dim = {head_dim} values "
+                "(max_distance={max_distance}, num_hiddens={num_hiddens}, num_heads={num_heads}), got shape {found}",
+                name=name, rows=shape[0], head_dim=shape[1], max_distance=p['max_distance'],
+                num_hiddens=p['num_hiddens'], num_heads=p['num_heads'],
+                found=shape_text(found) if found is not None else sentence("unknown"))
+        table = got.floats(name, shape, sentence("{name} read back after loading values into it", name=name))
+        close(table, a[name], scaled(a[name], 1e-6), sentence("{name} read back after loading values into it",
+                                                              name=name))
 
 
 def _check_output_shape(case, got):
     output_shape, _ = _attention_shapes(case)
     a = case["arrays"]
-    kind = "self-attention" if a["queries"].shape == a["keys"].shape and (a["queries"] == a["keys"]).all() \
-        else "cross-attention"
-    got.floats("output", output_shape, f"the output of {kind} with {a['queries'].shape[1]} queries and "
-                                       f"{a['keys'].shape[1]} keys")
+    template = "the output of self-attention with {queries} queries and {keys} keys" \
+        if a["queries"].shape == a["keys"].shape and (a["queries"] == a["keys"]).all() \
+        else "the output of cross-attention with {queries} queries and {keys} keys"
+    got.floats("output", output_shape, sentence(template, queries=a["queries"].shape[1], keys=a["keys"].shape[1]))
 
 
 def _check_weights_rows(case, got):
@@ -164,19 +171,22 @@ def _check_masked_zero(case, got):
     leaked = np.abs(weights[masked])
     shown = lens.squeeze(-1).tolist() if lens.shape[1] == 1 else lens.tolist()
     expect(leaked.size == 0 or leaked.max() == 0,
-            f"with valid_lens = {shown}, masked keys got weights up to {leaked.max() if leaked.size else 0:.3g}; "
-            f"they must be exactly 0 (fill their scores with -inf before the softmax, or use attnkit.masked_softmax)")
+            "with valid_lens = {shown}, masked keys got weights up to {leaked:.3g}; they must be exactly 0 (fill "
+            "their scores with -inf before the softmax, or use attnkit.masked_softmax)",
+            shown=shown, leaked=leaked.max() if leaked.size else 0)
     # Evidence that the mask is applied to a softmax, not to nothing: the valid keys' weights sum to 1.
     close(weights.sum(axis=-1), np.ones(weights_shape[:-1]), 1e-5,
-           f"with valid_lens = {shown}, the row sums of attention_weights (the valid keys share all the weight)")
+           sentence("with valid_lens = {shown}, the row sums of attention_weights (the valid keys share all the "
+                    "weight)", shown=shown))
     # The property must hold for the output itself, not only for the weights reported in .attention_weights:
     # other contents in the keys and values every query masks must leave the output exactly as it was.
     output = got.floats("output", weights_shape[:1] + (weights_shape[2], case["params"]["num_hiddens"]),
                         "the output")
     other = got.floats("output_other_masked", output.shape, "the output with other contents in the masked keys")
     close(other, output, scaled(output, 1e-6),
-           f"with valid_lens = {shown}, the output after changing the keys and values beyond the valid lengths "
-           f"(it must not change: the output has to ignore masked keys, whatever attention_weights says)")
+           sentence("with valid_lens = {shown}, the output after changing the keys and values beyond the valid "
+                    "lengths (it must not change: the output has to ignore masked keys, whatever attention_weights "
+                    "says)", shown=shown))
 
 
 def _check_attention_parity(case, got):
@@ -188,11 +198,11 @@ def _check_attention_parity(case, got):
     output_shape, weights_shape = _attention_shapes(case)
     (out64, w64), (out32, w32) = _run_reference(p, a, a["queries"], a["keys"], a["values"], a.get("valid_lens"))
     if compare != "weights":
-        out = got.floats("output", output_shape, f"{what}: output")
-        close(out, out64, tolerance(out32, out64), f"{what}: output")
+        out = got.floats("output", output_shape, sentence("{what}: output", what=what))
+        close(out, out64, tolerance(out32, out64), sentence("{what}: output", what=what))
     if compare != "output":
-        weights = got.floats("attention_weights", weights_shape, f"{what}: attention_weights")
-        close(weights, w64, tolerance(w32, w64), f"{what}: attention_weights")
+        weights = got.floats("attention_weights", weights_shape, sentence("{what}: attention_weights", what=what))
+        close(weights, w64, tolerance(w32, w64), sentence("{what}: attention_weights", what=what))
 
 
 def _reference_gradients(params, arrays):
@@ -211,21 +221,21 @@ def _reference_gradients(params, arrays):
 def _check_gradient(case, got):
     p, a = case["params"], case["arrays"]
     for name, (grad64, grad32) in _reference_gradients(p, a).items():
-        expect(got.integer(f"{name}_is_parameter", f"whether {name} is a parameter") == 1,
-                f"{name} is not among the module's parameters (a buffer or a plain tensor): the optimizer "
-                f"would never update it; make it an nn.Parameter or an nn.Embedding")
-        grad = got.floats(f"{name}_grad", grad64.shape, f"the gradient of {name}")
-        expect(np.abs(grad).max() > 0, f"no gradient reached {name}: use it in forward as it is, not through "
-                                       f".detach() or .data")
+        expect(got.integer(f"{name}_is_parameter", sentence("whether {name} is a parameter", name=name)) == 1,
+                "{name} is not among the module's parameters (a buffer or a plain tensor): the optimizer would never "
+                "update it; make it an nn.Parameter or an nn.Embedding", name=name)
+        grad = got.floats(f"{name}_grad", grad64.shape, sentence("the gradient of {name}", name=name))
+        expect(np.abs(grad).max() > 0, "no gradient reached {name}: use it in forward as it is, not through "
+                                       ".detach() or .data", name=name)
         close(grad, grad64, max(tolerance(grad32, grad64), scaled(grad64, 1e-5)),
-               f"the gradient of sum(output * G) with respect to {name}")
+               sentence("the gradient of sum(output * G) with respect to {name}", name=name))
 
 
 def _check_defaults(case, got):
     has_bias = got.native("has_bias", (4,), "which linear layers have a bias")
     with_bias = [name for name, flag in zip(_LINEARS, has_bias.tolist()) if flag]
-    expect(not with_bias, f"built without the bias argument, {', '.join(with_bias)} have a bias: the exercise "
-                          f"fixes bias=False as the default")
+    expect(not with_bias, "built without the bias argument, {join} have a bias: the exercise fixes bias=False as the "
+                          "default", join=', '.join(with_bias))
 
 
 def _check_dropout(case, got):
@@ -239,17 +249,17 @@ def _check_dropout(case, got):
     expect(float(np.abs(train - eval_output).max()) > 1e-6,
             "dropout=0.5 changed nothing in train mode: apply the module's nn.Dropout to the attention weights")
     zeros = float((train == 0).mean())
-    expect(zeros < 0.01, f"{100 * zeros:.0f}% of the outputs are exactly 0 in train mode: dropout acts on the "
-                         f"output; apply it to the attention weights, before they multiply the values")
+    expect(zeros < 0.01, "{percent:.0f}% of the outputs are exactly 0 in train mode: dropout acts on the output; "
+                         "apply it to the attention weights, before they multiply the values", percent=100 * zeros)
     # Dropout keeps the expected value of the weights and everything after them is linear, so the
     # average over the samples approaches the eval output: within a few standard errors.
     error = np.abs(train.mean(axis=0) - eval_output)
     allowed = 6.0 * train.std(axis=0) / math.sqrt(samples) + scaled(eval_output, 1e-5)
     worst = int(np.argmax(error - allowed))
     expect(bool((error <= allowed).all()),
-            f"over {samples} passes in train mode the average output is off from the eval output by "
-            f"{error.flat[worst]:.3g} (allowed {allowed.flat[worst]:.3g}): dropout must act on the attention "
-            f"weights only, where it keeps their expected value")
+            "over {samples} passes in train mode the average output is off from the eval output by {error:.3g} "
+            "(allowed {allowed:.3g}): dropout must act on the attention weights only, where it keeps their expected "
+            "value", samples=samples, error=error.flat[worst], allowed=allowed.flat[worst])
 
 
 def _log_differences(weights, shift):
@@ -281,10 +291,10 @@ def _check_shift(case, got):
     change = as32(a["other_value"]) - as32(a["X"])[0, j]
     expected = _change_from_weights(p, a, weights_X, change, j)
     close(output_other - output_X, expected, scaled(expected, 1e-4),
-           f"how the output moves when value {j} changes, against what the attention_weights you keep say (the "
-           f"property is checked on those weights, so they must be the ones your output used)")
+           sentence("how the output moves when value {j} changes, against what the attention_weights you keep say "
+                    "(the property is checked on those weights, so they must be the ones your output used)", j=j))
     weights_Y = got.floats("weights_Y", (1, heads, shift + n, shift + n),
-                           f"attention_weights for X after {shift} other tokens")
+                           sentence("attention_weights for X after {shift} other tokens", shift=shift))
     expect(bool((weights_X > 0).all()) and bool((weights_Y > 0).all()),
             "with no mask every attention weight should be positive (a softmax over all keys)")
     expect(float(np.ptp(weights_X, axis=-1).max()) > 1e-4,
@@ -303,8 +313,8 @@ def _check_shift(case, got):
             ref_Y = module.attention_weights.double().numpy()
         own = float(np.abs(_log_differences(ref_Y, shift) - _log_differences(ref_X, 0)).max())
     close(moved, still, max(1e-4, 8.0 * own),
-           f"log-weight differences between tokens of X, before and after shifting X by {shift} positions "
-           f"(relative logits must depend on j - i only)")
+           sentence("log-weight differences between tokens of X, before and after shifting X by {shift} positions "
+                    "(relative logits must depend on j - i only)", shift=shift))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -317,20 +327,21 @@ def _lower(L):
 def _skew_output(got, key, X, what):
     """skew's result of X's shape, finite on and below the diagonal (above it anything goes)."""
     out = got.floats(key, X.shape, what, finite=False)
-    expect(bool(np.isfinite(out[..., _lower(X.shape[-1])]).all()), f"{what} contains NaN or inf")
+    expect(bool(np.isfinite(out[..., _lower(X.shape[-1])]).all()), "{what} contains NaN or inf", what=what)
     return out
 
 
 def _check_skew_shape(case, got):
     X = case["arrays"]["X"]
-    _skew_output(got, "output_X", X, f"skew(X) for X of shape {shape_text(X.shape)}")
+    _skew_output(got, "output_X", X, sentence("skew(X) for X of shape {shape}", shape=shape_text(X.shape)))
 
 
 def _check_skew_values(case, got):
     for key, X in sorted(case["arrays"].items(), key=lambda item: (-item[1].size, item[0])):   # largest first
         L = X.shape[-1]
-        what = f"skew(X) on and below the diagonal, X of shape {shape_text(X.shape)}" + \
-            (" (the exercise's example)" if key == "example" else "")
+        what = sentence("skew(X) on and below the diagonal, X of shape {shape} (the exercise's example)"
+                        if key == "example" else "skew(X) on and below the diagonal, X of shape {shape}",
+                        shape=shape_text(X.shape))
         out = _skew_output(got, f"output_{key}", X, what)
         want = reference_skew(as_tensor(as32(X))).numpy()
         lower = np.broadcast_to(_lower(L), X.shape)
@@ -339,22 +350,22 @@ def _check_skew_values(case, got):
 
 def _check_skew_unchanged(case, got):
     X = case["arrays"]["X"]
-    _skew_output(got, "output", X, f"skew(X) for X of shape {shape_text(X.shape)}")
+    _skew_output(got, "output", X, sentence("skew(X) for X of shape {shape}", shape=shape_text(X.shape)))
     after = got.floats("input_after", X.shape, "X after calling skew(X)", finite=False)
     equal(after, as32(X), "X after calling skew(X) (skew must not modify its input)")
 
 
 def _check_skew_float64(case, got):
     X = case["arrays"]["X"]
-    what = f"skew of a float64 tensor of shape {shape_text(X.shape)}"
+    what = sentence("skew of a float64 tensor of shape {shape}", shape=shape_text(X.shape))
     out = got.native("output_X", X.shape, what)
-    expect(out.dtype == np.float64, f"skew of a float64 tensor should be float64, got {out.dtype}")
+    expect(out.dtype == np.float64, "skew of a float64 tensor should be float64, got {dtype}", dtype=out.dtype)
     _skew_output(got, "output_X", X, what)
 
 
-_MEMORY_HINT = (f"(at L = {MEMORY_LENGTH}, an (L, L, head_dim) float32 tensor of gathered rows takes "
-                f"{MEMORY_LENGTH ** 2 * MEMORY_HEAD_DIM * 4 / 2 ** 30:.0f} GiB, more than the grader allows; compute "
-                f"the relative term as skew(queries @ rel_k.T))")
+_MEMORY_HINT = (sentence("(at L = {length}, an (L, L, head_dim) float32 tensor of gathered rows takes {gib:.0f} GiB, "
+                         "more than the grader allows; compute the relative term as skew(queries @ rel_k.T))",
+                         length=MEMORY_LENGTH, gib=MEMORY_LENGTH ** 2 * MEMORY_HEAD_DIM * 4 / 2 ** 30))
 
 
 CHECKS = [

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import torch
 
-from attnkit_grader.authoring import as32, as_tensor, close, expect, scaled, tolerance
+from attnkit_grader.authoring import as32, as_tensor, close, expect, scaled, sentence, tolerance
 
 from .reference import causal_relative_attention_naive as reference_causal
 
@@ -25,13 +25,13 @@ def _causal_shapes(arrays, suffix=""):
 def _check_causal_shapes(case, got):
     output_shape, weights_shape = _causal_shapes(case["arrays"])
     for version in ("naive", "skewed"):
-        got.floats(f"{version}_output", output_shape, f"{_NAMES[version]}: output")
-        got.floats(f"{version}_weights", weights_shape, f"{_NAMES[version]}: weights")
+        got.floats(f"{version}_output", output_shape, sentence("{function}: output", function=_NAMES[version]))
+        got.floats(f"{version}_weights", weights_shape, sentence("{function}: weights", function=_NAMES[version]))
 
 
 def _check_causal_mask(case, got):
     output_shape, weights_shape = _causal_shapes(case["arrays"])
-    weights = got.floats("skewed_weights", weights_shape, f"{_NAMES['skewed']}: weights")
+    weights = got.floats("skewed_weights", weights_shape, sentence("{function}: weights", function=_NAMES["skewed"]))
     L = weights_shape[-1]
     above = ~_lower(L)
     expect(bool((weights[:, above] == 0).all()), "query i must not see keys j > i: mask them before the softmax")
@@ -41,7 +41,8 @@ def _check_causal_mask(case, got):
 def _check_causal_agree(case, got):
     a = case["arrays"]
     output_shape, weights_shape = _causal_shapes(a)
-    got_ = {key: got.floats(key, shape, f"{_NAMES[key.split('_')[0]]}: {key.split('_')[1]}")
+    got_ = {key: got.floats(key, shape, sentence("{function}: {part}", function=_NAMES[key.split("_")[0]],
+                                                  part=key.split("_")[1]))
             for key, shape in (("naive_output", output_shape), ("naive_weights", weights_shape),
                                ("skewed_output", output_shape), ("skewed_weights", weights_shape))}
     close(got_["skewed_weights"], got_["naive_weights"], 1e-5, "skewed weights vs naive weights")
@@ -72,10 +73,12 @@ def _check_causal_parity(case, got):
     for L in case["params"]["lengths"]:
         output_shape, weights_shape = _causal_shapes(a, f"_{L}")
         (out64, w64), (out32, w32) = _causal_reference(a, f"_{L}")
-        weights = got.floats(f"weights_{L}", weights_shape, f"{_NAMES[version]}: weights, L = {L}")
-        close(weights, w64, tolerance(w32, w64), f"{_NAMES[version]}: weights, L = {L}")
-        out = got.floats(f"output_{L}", output_shape, f"{_NAMES[version]}: output, L = {L}")
-        close(out, out64, tolerance(out32, out64), f"{_NAMES[version]}: output, L = {L}")
+        what = sentence("{function}: weights, L = {length}", function=_NAMES[version], length=L)
+        weights = got.floats(f"weights_{L}", weights_shape, what)
+        close(weights, w64, tolerance(w32, w64), what)
+        what = sentence("{function}: output, L = {length}", function=_NAMES[version], length=L)
+        out = got.floats(f"output_{L}", output_shape, what)
+        close(out, out64, tolerance(out32, out64), what)
 
 
 def _check_causal_worked(case, got):
@@ -83,10 +86,12 @@ def _check_causal_worked(case, got):
     output_shape, weights_shape = _causal_shapes(a)
     (out64, w64), (out32, w32) = _causal_reference(a)
     for version in ("naive", "skewed"):
-        weights = got.floats(f"{version}_weights", weights_shape, f"{_NAMES[version]}: weights")
-        close(weights, w64, tolerance(w32, w64), f"{_NAMES[version]}: weights")
-        out = got.floats(f"{version}_output", output_shape, f"{_NAMES[version]}: output")
-        close(out, out64, tolerance(out32, out64), f"{_NAMES[version]}: output")
+        what = sentence("{function}: weights", function=_NAMES[version])
+        weights = got.floats(f"{version}_weights", weights_shape, what)
+        close(weights, w64, tolerance(w32, w64), what)
+        what = sentence("{function}: output", function=_NAMES[version])
+        out = got.floats(f"{version}_output", output_shape, what)
+        close(out, out64, tolerance(out32, out64), what)
 
 
 def _memory_reference_rows(arrays, rows, dtype):
@@ -112,12 +117,13 @@ def _check_memory(case, got):
     rows = [int(i) for i in a["rows"]]
     shapes = got.native("shapes", (2, 3), "the shapes of output and weights")
     expect(shapes.dtype.kind in "iu" and shapes.tolist() == [[1, L, d], [1, L, L]],
-            f"at L = {L}, head_dim = {d}: output should have shape (1, {L}, {d}) and weights (1, {L}, {L}), "
-            f"got {shapes.tolist() if shapes.dtype.kind in 'iu' else 'something else'}")
-    out = got.floats("output_rows", (len(rows), d), f"output rows at L = {L}")
-    weights = got.floats("weight_rows", (len(rows), L), f"weight rows at L = {L}")
+            "at L = {length}, head_dim = {d}: output should have shape (1, {length}, {d}) and weights (1, {length}, "
+            "{length}), got {shapes}",
+            length=L, d=d, shapes=shapes.tolist() if shapes.dtype.kind in "iu" else sentence("something else"))
+    out = got.floats("output_rows", (len(rows), d), sentence("output rows at L = {length}", length=L))
+    weights = got.floats("weight_rows", (len(rows), L), sentence("weight rows at L = {length}", length=L))
     out64, w64 = _memory_reference_rows(a, rows, np.float64)
     out32, w32 = _memory_reference_rows(a, rows, np.float32)
-    what = f"at L = {L}"
-    close(weights, w64, tolerance(w32, w64), f"weights of queries {rows} {what}")
-    close(out, out64, tolerance(out32, out64), f"output of queries {rows} {what}")
+    what = sentence("at L = {length}", length=L)
+    close(weights, w64, tolerance(w32, w64), sentence("weights of queries {rows} {what}", rows=rows, what=what))
+    close(out, out64, tolerance(out32, out64), sentence("output of queries {rows} {what}", rows=rows, what=what))

@@ -1,15 +1,19 @@
 """The autograde step, behind one small interface: plain nbgrader, or the sandboxed grader.
 
-An :class:`Autograder` turns each job (one student's submission of one assignment) into scores. The
-pipeline hands it every job at once and reads the outcomes as they come, in any order; one bad
-submission must give a failed :class:`Outcome`, never an exception.
+An :class:`Autograder` turns each job (one student's submission of one assignment) into a
+:class:`~attnkit_grader.results.SubmissionResult`: 'graded' (scores in the gradebook, a feedback page
+written) or 'failed', with its issues. The pipeline hands it every job at once and reads the results as
+they come, in any order; one bad submission must give a failed result, never an exception. Each autograder
+owns its steps: which pre-check issues it can grade past (:meth:`Autograder.triage`), its feedback pages,
+its journal; the pipeline asks it nothing else.
 
 Both grade the copies the pipeline collected into the course's submitted/ before the batch, and never
-write there. :class:`NbgraderAutograder` is plain ``nbgrader autograde --force``, one student at a time,
-run in this process (which is therefore the only process writing the gradebook).
-:class:`~attnkit_grader.autograders.sandboxed.SandboxAutograder` runs student code in sandboxes, also grades
-notebooks nbformat rejects when their cells can be read (``tolerant = True``), and writes the verdicts,
-nbgrader's autograded/ copies and its own feedback pages from the parent (``writes_feedback = True``).
+write there. :class:`NbgraderAutograder` is plain ``nbgrader autograde --force`` then ``nbgrader
+generate_feedback``, one student at a time, run in this process (which is therefore the only process
+writing the gradebook); it keeps no per-check record. The sandboxed grader
+(:class:`~attnkit_grader.autograders.sandboxed.SandboxAutograder`) runs student code in sandboxes, records
+every check the trusted judge decided, and writes the verdicts, nbgrader's autograded/ copies and its own
+feedback pages from the parent.
 """
 
 import abc
@@ -24,9 +28,9 @@ from nbformat.warnings import MissingIDFieldWarning
 from sqlalchemy.exc import SAWarning
 from nbgrader.utils import is_grade, is_solution
 
-from ..release_cells import grade_id_of
-
 from ..precheck import first_line
+from ..release_cells import grade_id_of
+from ..results import Message, SubmissionResult, message
 
 
 @dataclass(frozen=True)
@@ -39,46 +43,34 @@ class Job:
     remarks: tuple = field(default=(), compare=False)     # the pre-check's remarks, shown on the feedback page
 
 
-@dataclass
-class Outcome:
-    """What became of a job: ``ok`` when it was graded; ``issues`` say what went wrong.
-
-    The sandboxed grader also returns the points per grade cell, the judged checks
-    ({grade_id: [[name, points, max_points, passed, message]]}), the first failed check's message
-    per cell (``failures``), its feedback page, and whether the verdict came from the journal.
-    """
-
-    job: Job
-    ok: bool
-    seconds: float
-    issues: list = field(default_factory=list)
-    log: str = ""
-    points: dict = None
-    checks: dict = None
-    failures: dict = None
-    feedback: Path = None
-    resumed: bool = False
+def failed(job, issue, seconds=0.0):
+    """The result of a job that could not be graded, saying why (``issue``: a Message or text)."""
+    return SubmissionResult(job.student, job.assignment, "failed", [issue], seconds=seconds)
 
 
 class Autograder(abc.ABC):
     """Grades jobs; scores land in the course gradebook, written by this (the parent) process only."""
 
-    tolerant = False             # True: grades a notebook nbformat rejects when its cells can be read
-    writes_feedback = False      # the pipeline runs nbgrader's generate_feedback for graded jobs
-
     def prepare(self, assignments):
         """Check, before anything is written, that ``assignments`` can be graded (ValueError if not)."""
 
+    def triage(self, issues, submission, released):
+        """The pre-check's ``issues`` (:class:`~attnkit_grader.precheck.Issue`) of the submission in folder
+        ``submission`` as this grader takes them (``released``: the release folder): by default unchanged, so
+        a fatal issue rejects the submission."""
+        return issues
+
     @abc.abstractmethod
     def run(self, jobs):
-        """Grade each job in ``jobs``; yield one Outcome per job, in any order, never raising for a job."""
+        """Grade each job in ``jobs``; yield one (SubmissionResult, log text) per job, in any order, never
+        raising for a job. A graded result carries its feedback page."""
 
     def forget(self, assignment, student):
         """Drop what this grader wrote for a submission that is no longer graded (rejected, failed, missing)."""
 
 
 class NbgraderAutograder(Autograder):
-    """nbgrader's own autograde (forced), one submission at a time, in this process."""
+    """nbgrader's own autograde (forced) and generate_feedback, one submission at a time, in this process."""
 
     def __init__(self, course):
         self.course = course
@@ -89,7 +81,7 @@ class NbgraderAutograder(Autograder):
             yield self.grade(job)
 
     def grade(self, job):
-        """Autograde one submission and explain what went wrong in it, if anything."""
+        """Autograde one submission, write its feedback, and explain what went wrong in it, if anything."""
         start = time.perf_counter()
         with warnings.catch_warnings():
             # nbgrader 0.9.6 + SQLAlchemy 2 warn (harmlessly) when a submission is first created
@@ -100,36 +92,47 @@ class NbgraderAutograder(Autograder):
         seconds = time.perf_counter() - start
         log = result.get("log", "") + result.get("error", "")
         if not result["success"]:
-            return Outcome(job, False, seconds, [nbgrader_failure(log)], log)
+            return failed(job, nbgrader_failure(log), seconds), log
         folder = self.course.assignment_dir("autograded", job.assignment, job.student)
         issues = []
         for path in sorted(folder.glob("*.ipynb")):
             issues += execution_issues(nbformat.read(path, as_version=4), path.name, self.course.timeout)
-        return Outcome(job, True, seconds, issues, log)
+        graded = SubmissionResult(job.student, job.assignment, "graded", issues, seconds=seconds)
+        feedback = self.api.generate_feedback(job.assignment, job.student, force=True)
+        log += feedback.get("log", "") + feedback.get("error", "")
+        if not feedback["success"]:
+            graded.add_issues([Message.make("feedback HTML could not be generated (see the log)")])
+        else:
+            page = self.course.assignment_dir("feedback", job.assignment, job.student)
+            graded.feedback = str(next(iter(sorted(page.glob("*.html"))), page))
+        return graded, log
 
 
 # What nbgrader's log says when it gives up on a submission, and what that means for the instructor.
 KNOWN_FAILURES = [
-    (r"NotJSONError|JSONDecodeError", "the notebook is not valid JSON"),
-    (r"No notebooks (found|were matched)", "no notebook with the released name was handed in"),
+    (r"NotJSONError|JSONDecodeError", "nbgrader could not grade it: the notebook is not valid JSON"),
+    (r"No notebooks (found|were matched)",
+     "nbgrader could not grade it: no notebook with the released name was handed in"),
     (r"kernel became unresponsive|UnresponsiveKernelError",
-     "the kernel stopped responding, even to an interrupt (a loop that ignores interrupts or eats memory?)"),
-    (r"DeadKernelError|Kernel died", "the kernel died while running the notebook (out of memory? os._exit?)"),
-    (r"Notebook failed to validate", "the nbgrader metadata of the notebook is corrupted"),
+     "nbgrader could not grade it: the kernel stopped responding, even to an interrupt (a loop that ignores "
+     "interrupts or eats memory?)"),
+    (r"DeadKernelError|Kernel died",
+     "nbgrader could not grade it: the kernel died while running the notebook (out of memory? os._exit?)"),
+    (r"Notebook failed to validate", "nbgrader could not grade it: the nbgrader metadata of the notebook is corrupted"),
 ]
 EXCEPTION_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$", re.M)
 
 
 def nbgrader_failure(log):
-    """One line saying why ``nbgrader autograde`` failed, from its captured log and traceback."""
+    """A Message saying in one line why ``nbgrader autograde`` failed, from its captured log and traceback."""
     for pattern, meaning in KNOWN_FAILURES:
         if re.search(pattern, log):
-            return f"nbgrader could not grade it: {meaning}"
+            return Message.make(meaning)
     exceptions = [e for e in EXCEPTION_LINE.findall(log) if not e[0].endswith("NbGraderException")]
     if exceptions:
         name, message = exceptions[-1]
-        return f"nbgrader could not grade it: {name}: {message.strip()}"
-    return "nbgrader could not grade it (see its log)"
+        return Message.make("nbgrader could not grade it: {error}: {message}", error=name, message=message.strip())
+    return Message.make("nbgrader could not grade it (see its log)")
 
 
 def execution_issues(notebook, name, timeout):
@@ -141,35 +144,41 @@ def execution_issues(notebook, name, timeout):
             continue
         where = f"{name} cell {number}{cell_label(cell)}"
         if any(e.ename == "CellTimeoutError" for e in errors):
-            outcomes.append((where, "timeout", is_test(cell), f"ran over the {timeout} s limit and was interrupted"))
+            outcomes.append((where, "timeout", is_test(cell),
+                             Message.make("ran over the {seconds} s limit and was interrupted", seconds=timeout)))
         else:
             error = errors[0]
             outcomes.append((where, "error", is_test(cell), f"{error.ename}: {first_line(error.evalue or error.ename)}"))
-    return issues_from_cells(outcomes, f" of {name}")
+    return issues_from_cells(outcomes, name)
 
 
-def issues_from_cells(outcomes, of_what=""):
-    """The remarks both graders give on how the cells ran, in the same words.
+def issues_from_cells(outcomes, notebook=None):
+    """The remarks both graders give on how the cells ran, in the same words, as Messages.
 
     ``outcomes``: (where, "timeout" or "error", is a test cell, text) per cell that did not end well, in
-    order; for a timeout the text says what happened, for an error it is "ExceptionName: message".
+    order; for a timeout the text (a Message, or text) says what happened, for an error it is
+    "ExceptionName: message". ``notebook``: the notebook's name, where the grader names it.
     Every timeout is reported; of the errors outside test cells (a failed test just costs its points) the
     first is reported and the later ones counted.
     """
-    issues, later = [], 0
+    issues, raised, later = [], False, 0
     for where, status, test, text in outcomes:
         if status == "timeout":
-            issues.append(f"{where} {text}")
+            issues.append(Message.make("{where} {what}", where=where, what=message(text)))
         elif status != "error" or test:
             continue
-        elif any(" raised " in issue for issue in issues):
+        elif raised:
             later += 1
         elif text.startswith("NotImplementedError"):
-            issues.append(f"{where} raised NotImplementedError (left unanswered?)")
+            raised = True
+            issues.append(Message.make("{where} raised NotImplementedError (left unanswered?)", where=where))
         else:
-            issues.append(f"{where} raised {text}")
+            raised = True
+            issues.append(Message.make("{where} raised {error}", where=where, error=text))
     if later:
-        issues.append(f"{later} later non-test cell(s){of_what} also raised")
+        issues.append(Message.make("{count} later non-test cell(s) of {notebook} also raised", count=later,
+                                   notebook=notebook) if notebook else
+                      Message.make("{count} later non-test cell(s) also raised", count=later))
     return issues
 
 

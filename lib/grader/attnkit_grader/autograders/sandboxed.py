@@ -21,10 +21,10 @@ Then, in the main thread only: the judge decides every check from the probe outp
 API (``auto_score`` of each grade cell; manual scores are kept, written answers await the
 formgrader as with nbgrader), nbgrader's autograded copy is written for the formgrader
 (:mod:`..autograded_notebook`: the restored notebook, the text its cells printed in the sandbox, the verdicts
-under the test cells), and one line is appended to the journal (:mod:`..journal`). A submission
-already in the journal (same student, assignment, notebook sha256 and grader) is not run again: its
-recorded verdict (and the output kept for its copy) is written back, so a batch killed with ``kill -9``
-resumes with the same grades and the same copies.
+under the test cells), and the submission's :class:`~attnkit_grader.results.SubmissionResult` is appended to
+the journal (:mod:`..journal`). A submission already in the journal (same student, assignment, notebook
+sha256 and grader) is not run again: its recorded result (and the output kept for its copy) is written
+back, so a batch killed with ``kill -9`` resumes with the same grades and the same copies.
 
 Nothing is written outside the output folder but the gradebook rows and the autograded/ copies (and
 stale nbgrader feedback/ pages) of the graded submissions; submitted/ is only read.
@@ -50,7 +50,7 @@ from sqlalchemy.exc import SAWarning
 
 import attnkit
 import attnkit_sandbox
-from attnkit_sandbox import channel
+from attnkit_sandbox import channel, runner
 
 from .. import authoring, autograded_notebook, feedback, files, judging
 from ..files import remove
@@ -61,11 +61,13 @@ from ..journal import Journal
 from ..judging import engine as judges
 from ..judging import registry
 from ..release_cells import Release
-from .base import Autograder, Outcome, issues_from_cells
+from ..precheck import Issue
+from ..results import CellResult, Message, SubmissionResult
+from .base import Autograder, failed, issues_from_cells
 
 log = logging.getLogger(__name__)
 
-GRADER_VERSION = 3                # 3: journal entries keep the cells' output for autograded/
+GRADER_VERSION = 4                # 4: journal lines are result records (attnkit_grader.results)
 RETRIES = 2                       # runs again without a cell that killed the run, at most this often
 CELL_WORDS = 200                  # characters kept of a cell's error for the reports
 KEY_VARIABLE = "ATTNKIT_GRADING_KEY"   # optional secret mixed into the input seeds
@@ -163,16 +165,27 @@ def names_cell(text, number):
 
 
 def cell_issues(report, release, reason):
-    """Remarks on the run, in the words the nbgrader path uses: timeouts, errors outside test cells."""
+    """Remarks on the run (Messages), in the words the nbgrader path uses: timeouts, errors outside test
+    cells, then the runner's own remarks (untrusted text, shown as it is)."""
     tests = {grade_id for grade_id, kind, _, _ in release.cells if kind == "test"}
     outcomes = [(cell_label(cell), cell["status"], cell.get("grade_id") in tests,
-                 cell["error"] or "ran over its time limit" if cell["status"] == "timeout" else cell["error"])
+                 cell["error"] or Message.make("ran over its time limit") if cell["status"] == "timeout"
+                 else cell["error"])
                 for cell in plain_cells(report) if not names_cell(reason, cell["index"])]   # the reason says it
     issues = issues_from_cells(outcomes)
     for remark in report.get("remarks", []) if isinstance(report.get("remarks"), list) else []:
-        if isinstance(remark, str) and "deleted?" not in remark and remark not in issues:
-            issues.append(clip(remark, 300))
+        if isinstance(remark, str) and "deleted?" not in remark:
+            issue = Message.text(clip(remark, 300))
+            if issue not in issues:
+                issues.append(issue)
     return issues
+
+
+def runnable(submission, released):
+    """True when every released notebook is in ``submission`` with a list of cells the runner can run."""
+    names = [path.name for path in Path(released).glob("*.ipynb")]
+    return bool(names) and all((submission / name).is_file() and runner.read_cells(submission / name)[2] is None
+                               for name in names)
 
 
 class SandboxAutograder(Autograder):
@@ -183,9 +196,6 @@ class SandboxAutograder(Autograder):
     ``show_tests``: put the release's visible test cells in the feedback; ``key``: a secret mixed into
     the input seeds (default: $ATTNKIT_GRADING_KEY, else none).
     """
-
-    tolerant = True               # runs a notebook nbformat rejects when its cells can be read
-    writes_feedback = True
 
     def __init__(self, course, output_dir, workers=None, limits=None, cell_timeout=None, fresh=False,
                  show_tests=False, key=None, retries=RETRIES, door_program=None):
@@ -250,6 +260,14 @@ class SandboxAutograder(Autograder):
         for assignment in assignments:
             self.release(assignment)
 
+    def triage(self, issues, submission, released):
+        """A notebook nbformat rejects is still graded when its cells can be read: its cells run as they are,
+        and the reason becomes a remark."""
+        if any(issue.fatal for issue in issues) and runnable(Path(submission), released):
+            return [Issue(f"{issue.reason} (graded anyway: its cells could be read)") if issue.fatal else issue
+                    for issue in issues]
+        return issues
+
     def forget(self, assignment, student):
         folder = self.feedback_dir / student / assignment
         if folder.is_dir():
@@ -280,13 +298,15 @@ class SandboxAutograder(Autograder):
             try:
                 plans.append(self.plan(job))
             except OSError as error:                   # vanished or unreadable since the pre-check
-                yield Outcome(job, False, 0.0, [f"the notebook could not be read: {channel.clip_message(error)}"])
+                yield failed(job, Message.make("the notebook could not be read: {error}",
+                                               error=channel.clip_message(error))), ""
         grader = {a: self.fingerprint(self.release(a)) for a in {p.job.assignment for p in plans}}
         todo = []
         for plan in plans:
-            entry = self.journal.find(plan.job.student, plan.job.assignment, plan.sha256, grader[plan.job.assignment])
-            if entry is not None:
-                yield self.publish(plan, entry, resumed=True)
+            recorded = self.journal.find(plan.job.student, plan.job.assignment, plan.sha256,
+                                         grader[plan.job.assignment])
+            if recorded is not None:
+                yield self.publish(plan, recorded, resumed=True)
             else:
                 todo.append(plan)
         if not todo:
@@ -316,21 +336,24 @@ class SandboxAutograder(Autograder):
                         done = future.result()
                     except Exception as error:   # noqa: BLE001 - one submission's trouble never ends the batch
                         log.exception("grading %s / %s failed", plan.job.student, plan.job.assignment)
-                        yield Outcome(plan.job, False, 0.0, [f"the grader failed: {type(error).__name__}: {error}"])
+                        yield failed(plan.job, Message.make("the grader failed: {error}: {message}",
+                                                            error=type(error).__name__, message=str(error))), ""
                         continue
                     if not done.started:
-                        yield Outcome(plan.job, False, done.seconds, [f"not graded: {done.reason}"], done.stderr)
+                        yield failed(plan.job, Message.make("not graded: {reason}", reason=done.reason),
+                                     done.seconds), done.stderr
                         continue
                     try:
-                        entry = self.decide(plan, done, grader[plan.job.assignment])
+                        decided = self.decide(plan, done, grader[plan.job.assignment])
                     except Exception as error:   # noqa: BLE001 - e.g. a judge that chokes on odd outputs
                         log.exception("judging %s / %s failed", plan.job.student, plan.job.assignment)
-                        yield Outcome(plan.job, False, done.seconds,
-                                      [f"the judge failed: {type(error).__name__}: {error}"], done.stderr)
+                        yield failed(plan.job, Message.make("the judge failed: {error}: {message}",
+                                                            error=type(error).__name__, message=str(error)),
+                                     done.seconds), done.stderr
                         continue
-                    outcome = self.publish(plan, entry, resumed=False)
-                    self.journal.append(entry)
-                    yield outcome
+                    published = self.publish(plan, decided, resumed=False)
+                    self.journal.append(decided)
+                    yield published
             finally:
                 for future in futures:
                     future.cancel()
@@ -381,61 +404,59 @@ class SandboxAutograder(Autograder):
 
     # --- in the main thread: verdict, feedback, gradebook --------------------------------------------------------
     def decide(self, plan, done, grader):
-        """The journal entry of a finished run: the judge's checks, scores per grade cell, the reasons."""
+        """The SubmissionResult of a finished run: the judge's checks and the score of each graded cell, the
+        remarks on the run, and what the journal keys it by and the autograded copy is rebuilt from."""
         job, release = plan.job, plan.release
         verdicts = judges.judge(registry.get(job.assignment), done.inputs, done.outputs, done.errors)
-        kinds = {}
-        for described in registry.describe(job.assignment):
-            kinds.setdefault(described["grade_id"], []).append(described["kind"])
         answered = done.answered
-        scores, checks = {}, {}
-        for grade_id, kind, _, _ in release.cells:
+        cells = {}
+        for grade_id, kind, max_points, _ in release.cells:
             if kind == "test":
-                found = verdicts.get(grade_id, [])
-                checks[grade_id] = [[c.name, float(c.points), float(c.max_points), bool(c.passed), c.message, k]
-                                    for c, k in zip(found, kinds.get(grade_id, []) + ["reference"] * len(found))]
-                scores[grade_id] = float(sum(c.points for c in found))
+                checks = tuple(verdicts.get(grade_id, []))
+                cells[grade_id] = CellResult(grade_id, kind, max_points, float(sum(c.points for c in checks)), checks)
             else:
-                scores[grade_id] = None if answered.get(grade_id) else 0.0
+                cells[grade_id] = CellResult(grade_id, kind, max_points, None if answered.get(grade_id) else 0.0,
+                                             answered=bool(answered.get(grade_id)))
         issues = []
         for number, why in done.skipped:
             label = cell_label({"index": number, "grade_id": self.grade_id_at(done.report, number)})
-            issues.append(f"{why if names_cell(why, number) else f'{label}: {why}'}; graded again without that cell")
-        reason = done.reason
+            issues.append(Message.make("{why}; graded again without that cell", why=why) if names_cell(why, number)
+                          else Message.make("{cell}: {why}; graded again without that cell", cell=label, why=why))
+        reason = Message.text(done.reason) if done.reason else None
         if reason:
             issues.append(reason)
-        issues += [i for i in cell_issues(done.report, release, reason) if i not in issues]
-        return {"student": job.student, "assignment": job.assignment, "sha256": plan.sha256, "grader": grader,
-                "notebook": release.name, "seed": str(plan.seed), "status": "graded", "scores": scores,
-                "checks": checks, "answered": answered, "reason": reason, "issues": issues,
-                "cells": plain_cells(done.report), "outputs": autograded_notebook.captured(done.report, done.skipped),
-                "seconds": round(done.seconds, 3)}
+        issues += [i for i in cell_issues(done.report, release, done.reason) if i not in issues]
+        return SubmissionResult(job.student, job.assignment, "graded", issues, cells, round(done.seconds, 3),
+                                sha256=plan.sha256, grader=grader, notebook=release.name, seed=str(plan.seed),
+                                reason=reason,
+                                run={"cells": plain_cells(done.report), "answered": answered,
+                                     "outputs": autograded_notebook.captured(done.report, done.skipped)})
 
     @staticmethod
     def grade_id_at(report, number):
         return next((c["grade_id"] for c in plain_cells(report) if c["index"] == number and c["grade_id"]), None)
 
-    def publish(self, plan, entry, resumed):
-        """Feedback page, the gradebook, then the autograded copy; the Outcome the pipeline records."""
-        job, release = plan.job, plan.release
-        shown = {**entry, "issues": [*job.remarks, *(i for i in entry["issues"] if i not in job.remarks)]}
-        page = feedback.page(shown, release.cells, self.show_tests)       # with the pre-check's remarks (flags)
-        path = files.write(self.feedback_dir / job.student / job.assignment / f"{release.name}.html", page)
-        self.write_gradebook(plan, entry)
-        trouble = self.write_autograded(plan, entry)
-        failures = {grade_id: next((c[4] for c in checks if not c[3]), "")
-                    for grade_id, checks in entry["checks"].items() if any(not c[3] for c in checks)}
-        text = "\n".join([f"{job.student} / {job.assignment}: sandboxed run, seed {entry['seed']}, "
-                          f"{entry['seconds']:.1f} s" + (" (from the journal)" if resumed else "")]
-                         + [f"  {issue}" for issue in entry["issues"]]
-                         + [f"  {grade_id}: {'passed' if c[3] else 'FAILED'} {c[1]:g}/{c[2]:g} [{c[5]}] {c[0]}"
-                            + (f": {c[4]}" if c[4] else "")
-                            for grade_id, checks in entry["checks"].items() for c in checks]) + "\n"
-        return Outcome(job, True, entry["seconds"], list(entry["issues"]) + trouble, text,
-                       points=dict(entry["scores"]), checks=entry["checks"], failures=failures, feedback=path,
-                       resumed=resumed)
+    def publish(self, plan, decided, resumed):
+        """The feedback page, the gradebook, then the autograded copy; (the result the pipeline records, its log).
 
-    def write_autograded(self, plan, entry):
+        ``decided``: the result as the journal holds it; the feedback page also shows the pre-check's remarks."""
+        job, release = plan.job, plan.release
+        shown = decided.evolve(issues=list(job.remarks))
+        shown.add_issues(decided.issues)
+        page = feedback.page(shown, release.cells, self.show_tests)
+        path = files.write(self.feedback_dir / job.student / job.assignment / f"{release.name}.html", page)
+        self.write_gradebook(plan, decided)
+        trouble = self.write_autograded(plan, decided)
+        result = decided.evolve(issues=list(decided.issues) + trouble, feedback=str(path), resumed=resumed)
+        text = "\n".join([f"{job.student} / {job.assignment}: sandboxed run, seed {decided.seed}, "
+                          f"{decided.seconds:.1f} s" + (" (from the journal)" if resumed else "")]
+                         + [f"  {issue}" for issue in decided.issues]
+                         + [f"  {grade_id}: {'passed' if c.passed else 'FAILED'} {c.points:g}/{c.max_points:g} "
+                            f"[{c.kind}] {c.name}" + (f": {c.text()}" if c.message else "")
+                            for grade_id, checks in decided.checked.items() for c in checks]) + "\n"
+        return result, text
+
+    def write_autograded(self, plan, result):
         """nbgrader's autograded/STUDENT/ASSIGNMENT/NAME.ipynb for the formgrader (see :mod:`..autograded_notebook`).
 
         A changed copy makes an nbgrader feedback/ page of the submission stale: it is removed (run
@@ -448,20 +469,21 @@ class SandboxAutograder(Autograder):
             data = plan.path.read_bytes()
             if hashlib.sha256(data).hexdigest() != plan.sha256:
                 raise ValueError(f"{plan.path} changed while the batch was running")
-            if autograded_notebook.write(target, autograded_notebook.notebook(release, data, entry)):
+            if autograded_notebook.write(target, autograded_notebook.notebook(release, data, result)):
                 remove(self.course.assignment_dir("feedback", job.assignment, job.student))
             return []
         except Exception as error:  # noqa: BLE001 - the grades stand; only the formgrader copy is missing
             log.warning("%s / %s: no autograded copy: %s", job.student, job.assignment, error)
             remove(target)
-            return [f"no autograded copy for the formgrader: {type(error).__name__}: {channel.clip_message(error)}"]
+            return [Message.make("no autograded copy for the formgrader: {error}: {message}",
+                                 error=type(error).__name__, message=channel.clip_message(error))]
 
-    def write_gradebook(self, plan, entry):
+    def write_gradebook(self, plan, result):
         """auto_score of every grade cell (manual scores are kept), nbgrader's 'No response.' comments and
         late penalties (timestamp.txt handed in with the notebook, as nbgrader reads it)."""
         job = plan.job
         extra = {"timestamp": plan.timestamp} if plan.timestamp else {}
-        answered = entry.get("answered", {})
+        answered, scores = result.run.get("answered", {}), result.scores()
         with Gradebook(self.course.db_url, self.course.course_id) as gradebook, warnings.catch_warnings():
             # nbgrader 0.9.6 + SQLAlchemy 2 warn (harmlessly) when a submission is first created
             warnings.filterwarnings("ignore", "Object of type .* not in session", SAWarning)
@@ -470,8 +492,8 @@ class SandboxAutograder(Autograder):
                 if notebook.name != plan.release.name:
                     continue
                 for grade in notebook.grades:
-                    if grade.name in entry["scores"]:
-                        grade.auto_score = entry["scores"][grade.name]
+                    if grade.name in scores:
+                        grade.auto_score = scores[grade.name]
                         grade.needs_manual_grade = grade.manual_score is not None or grade.auto_score is None
                 for comment in notebook.comments:
                     if comment.name in answered:

@@ -2,7 +2,9 @@
 
 Every check function of an assignment (``attnkit_assignments.<name>.checks``) receives its case and an
 ``Outputs``, reads arrays from it (validated before any arithmetic) and raises ``Fail`` with a sentence
-for the student when the numbers do not satisfy it.
+for the student when the numbers do not satisfy it. The sentence is data (a :class:`~..results.Message`: a
+template and its named values, ``Fail("{what} contains NaN or inf", what=...)``), rendered where it is read.
+A ``what`` (what was computed, e.g. "pe(X) with a known table") is a Message or plain text.
 """
 
 import numpy as np
@@ -10,11 +12,27 @@ import torch
 
 from attnkit.checking import fmt
 
-__all__ = ["Fail", "Outputs", "as32", "as_tensor", "close", "equal", "expect", "fmt", "scaled", "shape_text", "tolerance"]
+from ..results import Message
+
+__all__ = ["Fail", "Outputs", "as32", "as_tensor", "close", "equal", "expect", "fmt", "sentence", "scaled",
+           "shape_text", "tolerance"]
+
+
+def sentence(template, **args):
+    """``template`` with ``args`` as a Message; text without placeholders may be given alone."""
+    if isinstance(template, Message):
+        return template
+    if not args and ("{" in template or "}" in template):
+        return Message.text(template)                   # literal braces, not placeholders
+    return Message.make(template, **args)
 
 
 class Fail(Exception):
-    """A check failed; the message says what to fix."""
+    """A check failed; ``message`` (a Message) says what to fix: ``Fail(template, **values)``."""
+
+    def __init__(self, template, **args):
+        self.message = sentence(template, **args)
+        super().__init__(self.message.render())
 
 
 def shape_text(shape):
@@ -36,20 +54,21 @@ class Outputs:
             self.read.append(key)
         value = self.arrays.get(key)
         if value is None:
-            raise Fail(f"{what}: no result came back")
+            raise Fail("{what}: no result came back", what=what)
         if type(value) is not np.ndarray:
-            raise Fail(f"{what}: the result is not a plain array of numbers")
+            raise Fail("{what}: the result is not a plain array of numbers", what=what)
         if value.dtype.kind not in "biuf":
-            raise Fail(f"{what}: the result has dtype {value.dtype}, not a real number type")
+            raise Fail("{what}: the result has dtype {dtype}, not a real number type", what=what, dtype=str(value.dtype))
         if shape is not None and tuple(value.shape) != tuple(shape):
-            raise Fail(f"{what} should have shape {shape_text(shape)}, got {shape_text(value.shape)}")
+            raise Fail("{what} should have shape {expected}, got {got}", what=what, expected=shape_text(shape),
+                       got=shape_text(value.shape))
         return value
 
     def floats(self, key, shape, what, finite=True):
         """The array as float64; NaN or inf fails the check unless ``finite`` is False."""
         value = np.array(self._raw(key, shape, what), dtype=np.float64)
         if finite and not np.isfinite(value).all():
-            raise Fail(f"{what} contains NaN or inf")
+            raise Fail("{what} contains NaN or inf", what=what)
         return value
 
     def native(self, key, shape, what):
@@ -59,7 +78,7 @@ class Outputs:
     def integer(self, key, what):
         value = self._raw(key, (), what)
         if value.dtype.kind not in "iu":
-            raise Fail(f"{what}: expected an integer")
+            raise Fail("{what}: expected an integer", what=what)
         return int(value)
 
 
@@ -88,8 +107,9 @@ def close(actual, expected, atol, what):
     worst = float(error.max())
     if not worst <= atol:
         index = np.unravel_index(int(np.argmax(error)), error.shape)
-        raise Fail(f"{what} is off by up to {worst:.3g} (tolerance {atol:.3g}); at index "
-                    f"{tuple(int(i) for i in index)}: got {fmt(actual[index])}, expected {fmt(expected[index])}")
+        raise Fail("{what} is off by up to {worst:.3g} (tolerance {atol:.3g}); at index {index}: got {got}, "
+                   "expected {expected}", what=what, worst=worst, atol=atol, index=tuple(int(i) for i in index),
+                   got=fmt(actual[index]), expected=fmt(expected[index]))
 
 
 def equal(actual, expected, what):
@@ -98,13 +118,14 @@ def equal(actual, expected, what):
     same = actual == expected
     if not same.all():
         index = tuple(int(i) for i in np.argwhere(~same)[0])
-        raise Fail(f"{what}: {int((~same).sum())} entries differ; first at index {index}: "
-                    f"got {fmt(actual[index])}, expected {fmt(expected[index])}")
+        raise Fail("{what}: {count} entries differ; first at index {index}: got {got}, expected {expected}",
+                   what=what, count=int((~same).sum()), index=index, got=fmt(actual[index]), expected=fmt(expected[index]))
 
 
-def expect(condition, message):
+def expect(condition, template, **args):
+    """Fail with ``template`` and its ``args`` unless ``condition``."""
     if not condition:
-        raise Fail(message)
+        raise Fail(template, **args)
 
 
 def as32(array):

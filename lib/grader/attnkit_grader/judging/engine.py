@@ -23,28 +23,18 @@ site/pages/en/guide/grading.md (the kinds ``values``, ``structure`` and ``proper
 """
 
 import re
-from dataclasses import dataclass
 
 from attnkit.checking import has_evidence
 
+from ..results import CheckResult, Message
 from . import variants
 from .compare import Fail, Outputs
 
-__all__ = ["Check", "UNSUPPORTED", "decide", "judge", "scores"]
+__all__ = ["UNSUPPORTED", "decide", "judge", "scores", "without_hint"]
 
 _MESSAGE_LIMIT = 400
 UNSUPPORTED = "right, but counts only once a comparison with the expected values in this cell passes"
-
-
-@dataclass(frozen=True)
-class Check:
-    """One decided check: ``points`` is ``max_points`` when it passed, else 0."""
-
-    name: str
-    points: float
-    max_points: float
-    passed: bool
-    message: str
+DIAGNOSED = "{diagnosis} ({message})"
 
 
 def scores(verdicts):
@@ -61,21 +51,33 @@ _EXCEPTION = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Failed|Interru
 
 
 def _explain_error(error):
-    """A probe's recorded failure as a check message (untrusted text, shown to the student only).
+    """A probe's recorded failure as a check's message (its text is untrusted: a value, shown to the student only).
 
     The runner records an exception as "TypeName: message"; the exchange records why it rejected an
     output array in plain words.
     """
     text = _one_line(error if isinstance(error, str) else repr(error))
     if text.startswith("NotImplementedError"):
-        return "not implemented yet: your code still raises NotImplementedError"
+        return Message.make("not implemented yet: your code still raises NotImplementedError")
     if text.startswith("CheckFailed: "):          # raised by a loading helper: already a sentence
-        return text[len("CheckFailed: "):]
+        return Message.text(text[len("CheckFailed: "):])
     if text.startswith("not run"):               # the notebook could not be used at all
-        return f"this check did not run: {text[len('not run'):].lstrip(': ')}"
+        return Message.make("this check did not run: {why}", why=text[len("not run"):].lstrip(": "))
     if _EXCEPTION.match(text):
-        return f"your code raised {text}"
-    return f"the result could not be used: {text}"
+        return Message.make("your code raised {error}", error=text)
+    return Message.make("the result could not be used: {why}", why=text)
+
+
+HINTED = "{message} {hint}"
+
+
+def _with_hint(message, spec):
+    return Message.make(HINTED, message=message, hint=spec.hint) if spec.hint else message
+
+
+def without_hint(message):
+    """A failed check's message without the hint its check adds (None stays None)."""
+    return dict(message.args)["message"] if message is not None and message.template == HINTED else message
 
 
 def _nested(outputs):
@@ -93,50 +95,54 @@ def _nested(outputs):
 
 
 def _decide(assignment, spec, case, arrays, error):
-    """One check: (passed, message, matched) where ``matched`` says the numbers of a failed check of the
-    values are those of a catalogued bug, which the message then names; never raises."""
-    hint = f" {spec.hint}" if spec.hint else ""
+    """One check: (passed, message, matched, mistakes) where ``message`` says why it failed (a Message),
+    ``mistakes`` the names of the catalogued bugs whose numbers (or exception) a failed check of the values
+    matched, which the message then names, and ``matched`` whether those numbers prove work; never raises."""
     if error is not None:
-        message = _explain_error(error) + hint
+        message = _with_hint(_explain_error(error), spec)
         try:
             found = variants.diagnose_error(assignment, spec, case, error) if case and spec.kind == "values" else []
         except Exception:           # noqa: BLE001 - a diagnosis that cannot be made is no diagnosis
             found = []
-        if found:
-            return False, _one_line(f"{variants.diagnosis_text(found, raised=True)} ({message})",
-                                    2 * _MESSAGE_LIMIT), False          # named, but an exception proves no work
-        return False, message, False
+        if found:                   # named, but an exception proves no work
+            diagnosis = Message.make(DIAGNOSED, diagnosis=variants.diagnosis(found, raised=True), message=message)
+            return False, diagnosis, False, tuple(bug.name for bug in found)
+        return False, message, False, ()
     if not isinstance(arrays, dict) or not arrays:
-        return False, ("no result came back for this check: the notebook did not get this far (a cell "
-                       "timed out or crashed), or the grader's memory/time cap stopped it" + hint), False
+        return False, _with_hint(Message.make(
+            "no result came back for this check: the notebook did not get this far (a cell timed out or crashed), "
+            "or the grader's memory/time cap stopped it"), spec), False, ()
     if case is None:
-        return False, "the grader had no inputs for this check", False
+        return False, Message.make("the grader had no inputs for this check"), False, ()
     got = Outputs(arrays)
     try:
         spec.decide({**case, **dict(spec.extra)}, got)
     except Fail as failure:
-        message = _one_line(failure)
+        message = failure.message
     except Exception as exc:        # noqa: BLE001 - a malformed result fails its check, never the grader
-        return False, _one_line(f"the grader could not read this result ({type(exc).__name__}: {exc})"), False
+        return False, Message.make("the grader could not read this result ({kind}: {error})",
+                                   kind=type(exc).__name__, error=str(exc)), False, ()
     else:
-        return True, "", False
+        return True, None, False, ()
     if spec.kind != "values":
-        return False, message, False
+        return False, message, False, ()
     try:
         found = variants.diagnose(assignment, spec, case, arrays, got.read)
     except Exception:               # noqa: BLE001 - a diagnosis that cannot be made is no diagnosis
         found = []
     if not found:
-        return False, message, False
+        return False, message, False, ()
     evidence = variants.informative([arrays[key] for key in got.read if key in arrays])
-    return False, _one_line(f"{variants.diagnosis_text(found)} ({message})", 2 * _MESSAGE_LIMIT), evidence
+    return False, Message.make(DIAGNOSED, diagnosis=variants.diagnosis(found), message=message), evidence, \
+        tuple(bug.name for bug in found)
 
 
 def decide(assignment, inputs, outputs, probe_errors=None):
-    """[(spec, passed, message, matched), ...] for every check of ``assignment`` (its manifest, an
-    :class:`~attnkit_grader.authoring.Assignment`: ``registry.get(name)``), each decided on its own
-    numbers; ``matched``: a failed check of the values whose numbers are a catalogued bug's (named in the
-    message; see :mod:`.variants`).
+    """[(spec, passed, message, matched, mistakes), ...] for every check of ``assignment`` (its manifest, an
+    :class:`~attnkit_grader.authoring.Assignment`: ``registry.get(name)``), each decided on its own numbers;
+    ``message`` (a Message, None when it passed) says why it failed; ``mistakes`` the catalogued bugs a failed
+    check of the values matched (named in the message; see :mod:`.variants`), ``matched`` whether those
+    numbers prove work.
 
     The evidence rule is not applied here: ``judge`` applies it to the whole cell, and the hidden part
     of a notebook's test cell (``attnkit_grader.judging.in_kernel``) leaves it to the cell's ``Checks``, which
@@ -153,26 +159,27 @@ def decide(assignment, inputs, outputs, probe_errors=None):
 
 
 def judge(assignment, inputs, outputs, probe_errors=None):
-    """{grade_id: [Check, ...]} for one submission, decided from the probe outputs alone.
+    """{grade_id: [CheckResult, ...]} for one submission, decided from the probe outputs alone.
 
-    ``assignment`` is the manifest (``registry.get(name)``); ``inputs`` is what ``make_inputs`` returned for this submission; ``outputs`` {probe: {key: ndarray}}
-    (or the flat {"probe/key": ndarray}); ``probe_errors`` {probe: "TypeName: message" or a reason},
-    as ``attnkit_sandbox.channel.read_outputs`` returns them (key "*": the whole file was rejected).
-    A probe with neither outputs nor an error (the notebook never got there) fails its checks.
+    ``assignment`` is the manifest (``registry.get(name)``); ``inputs`` is what ``make_inputs`` returned
+    for this submission; ``outputs`` {probe: {key: ndarray}} (or the flat {"probe/key": ndarray});
+    ``probe_errors`` {probe: "TypeName: message" or a reason}, as ``attnkit_sandbox.channel.read_outputs``
+    returns them (key "*": the whole file was rejected). A probe with neither outputs nor an error (the
+    notebook never got there) fails its checks.
 
     Structure and property checks count only beside evidence of work in their cell: the grading policy,
     site/pages/en/guide/grading.md#checks-and-their-points.
     """
     decided = decide(assignment, inputs, outputs, probe_errors)
     cells = {}
-    for spec, passed, _, matched in decided:
+    for spec, passed, _, matched, _ in decided:
         cells.setdefault(spec.grade_id, []).append((spec.points, passed, spec.kind, matched))
     evidenced = {grade_id for grade_id, results in cells.items() if has_evidence(results)}
-    decided = [(spec, False, UNSUPPORTED) if passed and spec.kind != "values" and spec.grade_id not in evidenced
-               else (spec, passed, message) for spec, passed, message, _ in decided]
     verdicts = {}
-    for spec, passed, message in decided:
+    for spec, passed, message, _, mistakes in decided:
+        if passed and spec.kind != "values" and spec.grade_id not in evidenced:
+            passed, message = False, Message.make(UNSUPPORTED)
         points = float(spec.points)
-        verdicts.setdefault(spec.grade_id, []).append(
-            Check(spec.name, points if passed else 0.0, points, passed, message))
+        verdicts.setdefault(spec.grade_id, []).append(CheckResult(
+            spec.id, spec.name, points if passed else 0.0, points, passed, spec.kind, message, mistakes, spec.hidden))
     return verdicts

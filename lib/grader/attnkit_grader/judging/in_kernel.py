@@ -28,6 +28,7 @@ import numpy as np
 from attnkit.checking import largest_allocation
 from attnkit_sandbox.probe_sets import run_here
 
+from ..results import check_text
 from . import engine, provenance
 
 __all__ = ["SEED", "run"]
@@ -63,14 +64,14 @@ def run(checks, assignment, grade_id, namespace, sizes=None, measured=None):
                                                                  {probe})
             outputs.update(output)
             errors.update(error)
-    for spec, passed, message, matched in engine.decide(assignment, inputs, outputs, errors):
+    for spec, passed, message, matched, mistakes in engine.decide(assignment, inputs, outputs, errors):
         if spec not in specs:
             continue
-        name = spec.name
+        name, text = spec.name, check_text(message, mistakes)
         if spec.probe in measured:
-            name, passed, message = measured[spec.probe](passed, message.removesuffix(f" {spec.hint}"),
-                                                         largest[spec.probe])
-        checks.record(name, spec.points, None if passed else message, kind=spec.kind, matched=matched)
+            bare = engine.without_hint(message)
+            name, passed, text = measured[spec.probe](passed, check_text(bare) if bare else "", largest[spec.probe])
+        checks.record(name, spec.points, None if passed else text, kind=spec.kind, matched=matched)
 
 
 @contextlib.contextmanager

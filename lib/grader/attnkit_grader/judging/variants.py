@@ -24,7 +24,9 @@ import numpy as np
 from attnkit_sandbox.channel import clip_message
 from attnkit_sandbox.probe_sets import run_here
 
-__all__ = ["alternatives", "bugs", "diagnose", "diagnose_error", "diagnosis_off", "diagnosis_text",
+from ..results import Message
+
+__all__ = ["alternatives", "bugs", "diagnose", "diagnose_error", "diagnosis", "diagnosis_off",
            "informative", "source_of", "variant"]
 
 # Two results match when they differ by at most this much, relative to their scale (at least 1): far
@@ -138,12 +140,16 @@ def diagnosis_off():
         _ENABLED.pop()
 
 
-def diagnosis_text(found, raised=False):
-    """The sentence added to a failed check's message for the bugs found (``raised``: by the exception)."""
-    if not found:
-        return ""
-    start = "Your code fails exactly as" if raised else "Your numbers are exactly those of"
+def diagnosis(found, raised=False):
+    """The sentence (a Message) added to a failed check's message for the bugs found (``raised``: by the
+    exception): each bug's one-line explanation is a message of its own."""
     if len(found) == 1:
-        return f"{start} a known mistake: {found[0].says}."
-    listed = "; or ".join(bug.says for bug in found)
-    return f"{start} each of these known mistakes (they agree here): {listed}."
+        template = ("Your code fails exactly as a known mistake: {mistake}." if raised
+                    else "Your numbers are exactly those of a known mistake: {mistake}.")
+        return Message.make(template, mistake=Message.make(found[0].says))
+    listed = Message.make(found[0].says)
+    for bug in found[1:]:
+        listed = Message.make("{earlier}; or {later}", earlier=listed, later=Message.make(bug.says))
+    template = ("Your code fails exactly as each of these known mistakes (they agree here): {mistakes}." if raised
+                else "Your numbers are exactly those of each of these known mistakes (they agree here): {mistakes}.")
+    return Message.make(template, mistakes=listed)
