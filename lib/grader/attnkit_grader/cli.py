@@ -16,7 +16,9 @@ Grader options: --grader sandbox (default: each submission in a bubblewrap sandb
 trusted judges, a pool of --workers N, resumable; on the course's hub, sandboxes start through the door of
 attnkit_grader.isolation.door, so the instructor grades as themselves) or --grader nbgrader (plain nbgrader
 autograde; refused where a door is configured);
---fresh ignores the journal of an earlier run; --show-tests puts the visible test cells in the feedback.
+--fresh ignores the journal of an earlier run; --show-tests puts the visible test cells in the feedback;
+--cold-start starts every sandbox from a fresh interpreter instead of forking it from a worker's warm zygote
+(warm starts are the default where the grader or the door is root; see attnkit_grader.isolation.warm).
 
 Exit status: 0 done (bad submissions are reported, they do not fail the run), 1 release drift, a
 hand-in refused by collect (the others are collected) or an export stopped by mismatches or ungraded cells
@@ -153,6 +155,8 @@ def grader_options(command):
                          help="grade everything again, ignoring the journal of an earlier (interrupted) run")
     command.add_argument("--show-tests", action="store_true",
                          help="show the released visible test cells in the feedback pages (never hidden tests)")
+    command.add_argument("--cold-start", action="store_true",
+                         help="start each sandbox from a fresh interpreter, not from a worker's warm zygote")
 
 
 def positive(text):
@@ -255,7 +259,7 @@ def exchange_of(course, args):
 
 def options(args):
     return {"grader": args.grader, "workers": args.workers, "fresh": args.fresh, "show_tests": args.show_tests,
-            "progress": not args.quiet}
+            "warm": False if args.cold_start else None, "progress": not args.quiet}
 
 
 def show(run):

@@ -110,13 +110,14 @@ class GradingRun:
 
 
 def grade(course, assignments, submissions, students_csv=None, reports_dir=None, autograder=None, *,
-          grader="sandbox", workers=None, fresh=False, show_tests=False, progress=False):
+          grader="sandbox", workers=None, fresh=False, show_tests=False, warm=None, progress=False):
     """Grade every student's submission of ``assignments`` (all of source/ when empty).
 
     ``submissions`` is a folder of STUDENT/ASSIGNMENT/ folders; ``students_csv`` the class list (an 'id'
     column, optional first_name, last_name, email); ``reports_dir`` the grader's output folder (default:
     the course's grades/); ``autograder`` an Autograder, else one made by :func:`make_autograder` from
-    ``grader`` ('sandbox' or 'nbgrader'), ``workers``, ``fresh`` and ``show_tests``; ``progress``: draw a
+    ``grader`` ('sandbox' or 'nbgrader'), ``workers``, ``fresh``, ``show_tests`` and ``warm`` (None: warm
+    starts where possible; False: a fresh interpreter per sandbox); ``progress``: draw a
     progress bar with an ETA on stderr.
     """
     course = course if isinstance(course, Course) else Course(course)
@@ -126,7 +127,7 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
     students = class_list(roster, submissions)
     reports_dir = Path(reports_dir).resolve() if reports_dir else course.root / "grades"
     autograder = autograder or make_autograder(grader, course, reports_dir, workers=workers, fresh=fresh,
-                                               show_tests=show_tests)
+                                               show_tests=show_tests, warm=warm)
     autograder.prepare(assignments)
     records, warnings = prepare(course, assignments, submissions, roster, students, autograder)
     jobs = [Job(r.assignment, r.student, course.assignment_dir("submitted", r.assignment, r.student),
@@ -148,7 +149,7 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
     return run
 
 
-def make_autograder(grader, course, reports_dir, workers=None, fresh=False, show_tests=False):
+def make_autograder(grader, course, reports_dir, workers=None, fresh=False, show_tests=False, warm=None):
     """'sandbox': the sandboxed parallel grader writing into ``reports_dir``; 'nbgrader': plain nbgrader."""
     if grader == "nbgrader":
         if door.configured():
@@ -158,7 +159,7 @@ def make_autograder(grader, course, reports_dir, workers=None, fresh=False, show
     if grader != "sandbox":
         raise ValueError(f"grader: expected one of {GRADERS}, got {grader!r}")
     from .autograders.sandboxed import SandboxAutograder        # imports the trusted judges: instructors only
-    return SandboxAutograder(course, reports_dir, workers=workers, fresh=fresh, show_tests=show_tests)
+    return SandboxAutograder(course, reports_dir, workers=workers, fresh=fresh, show_tests=show_tests, warm=warm)
 
 
 def progress_note(record):
