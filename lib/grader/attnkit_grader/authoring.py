@@ -73,7 +73,9 @@ class Bug:
     """One known mistake: ``edits`` ((old, new), ...) turn the reference into it; ``says`` explains it to a
     student in one line; ``points`` {grade_id: points it keeps at grading} for every test cell where it
     loses some (other cells: full marks); ``fails`` the ids of the checks it must fail; ``named_by`` words
-    of the failing structural check's message that name a bug which leaves the values right."""
+    of the failing structural check's message that name a bug which leaves the values right; ``teaches``
+    where the course teaches the right thing, as links 'lectures/NAME#anchor' and 'assignments/NAME#anchor'
+    (:mod:`attnkit_grader.teaching`), which the insight report shows beside the mistake."""
 
     name: str
     says: str
@@ -81,6 +83,7 @@ class Bug:
     points: dict = field(default_factory=dict)
     fails: tuple = ()
     named_by: str = ""
+    teaches: tuple = ()
 
     def __hash__(self):
         return hash(self.name)
