@@ -13,6 +13,7 @@ import csv
 import hashlib
 import html
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -526,6 +527,9 @@ def example_course(tmp_path_factory):
     """A temporary copy of the course: config, source/, release/ and the example class."""
     root = copy_course(tmp_path_factory.mktemp("kit"))
     shutil.copytree(EXAMPLE, root / "examples" / "example_class")
+    (root / "course").mkdir()
+    for lecture in (ROOT / "course").glob("*.ipynb"):       # the insight report names their sections
+        shutil.copy(lecture, root / "course")
     return root
 
 
@@ -700,6 +704,55 @@ def test_reports_csv_histogram_and_table(graded, expected):
     assert run.reports["scores.png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = run.reports["table.txt"].read_text()
     assert "test_rel_attention" in table and "bug_skew_reversed" in table
+
+
+# The catalogued mistakes each submission of the example class holds (examples.py of each assignment says how
+# it was made): the insight report must rank exactly these.
+MISTAKES = {
+    ("bug_frozen_table", "ps1_learnable_pe"): {"table_frozen"},
+    ("partial", "ps1_learnable_pe"): {"dropout_missing", "no_length_check"},
+    ("bug_sign_flip", "ps2_relative_pe"): {"index_i_minus_j"},
+    ("bug_no_clip", "ps2_relative_pe"): {"index_not_clipped"},
+    ("bug_num_hiddens_scale", "ps2_relative_pe"): {"scale_num_hiddens_no_root"},
+    ("bug_no_value_term", "ps2_relative_pe"): {"relative_values_missing"},
+    ("bug_skew_reversed", "ps2_relative_pe"): {"skewed_rows_reversed"},     # its skew: no catalogued mistake
+    ("partial", "ps2_relative_pe"): {"valid_lens_ignored"},
+}
+SITE_INSIGHT = ROOT / "site" / "pages" / "en" / "guide" / "insight.json"
+
+
+@pytest.mark.slow
+def test_the_insight_report_ranks_the_mistakes_the_bug_submissions_hold_and_names_nobody(graded):
+    run, _, _ = graded
+    insight = json.loads(run.reports["insight.json"].read_text())
+    with open(run.reports["insight-labels.csv"], newline="") as handle:
+        labels = {(row["student"], row["assignment"]): row["label"] for row in csv.DictReader(handle)}
+    parts = {part["name"]: part for part in insight["assignments"]}
+    held = {key: {m["name"] for m in parts[key[1]]["mistakes"] if labels.get(key) in m["examples"]}
+            for key in MISTAKES}
+    assert held == MISTAKES
+    assert {(m["assignment"], m["name"]) for m in insight["ranked"]} == {
+        (a, name) for (_, a), names in MISTAKES.items() for name in names}
+    skew = {c["cause"] for cell in parts["ps2_relative_pe"]["cells"] if cell["grade_id"] == "test_skew"
+            for check in cell["checks"] for c in check["causes"] if labels["bug_skew_reversed", "ps2_relative_pe"]
+            in c["examples"]}
+    assert "unexplained" in skew                       # a prompt to catalogue the reversed skew
+    page = run.reports["insight.html"].read_text()
+    for student in run.table.students:
+        assert f">{student}<" not in page and f"/{student}/" not in page, student
+    for label in labels.values():
+        assert f'feedback/_anonymous/{label}/' in page
+
+
+@pytest.mark.slow
+def test_the_sites_insight_report_is_the_example_class_graded_today(graded):
+    """site/pages/en/guide/insight.json, which the instructors' guide shows, is what grading the example class
+    writes now (with no grading key set): regenerate it with `make demo` and `cp grades/insight.json
+    site/pages/en/guide/insight.json`."""
+    run, _, _ = graded
+    assert not os.environ.get("ATTNKIT_GRADING_KEY"), "the committed labels are those of no grading key"
+    assert json.loads(SITE_INSIGHT.read_text()) == json.loads(run.reports["insight.json"].read_text()), \
+        "the site's insight.json has drifted: make demo && cp grades/insight.json site/pages/en/guide/insight.json"
 
 
 @pytest.mark.slow

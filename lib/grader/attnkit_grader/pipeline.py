@@ -16,7 +16,8 @@
    to the reports; the autograder writes its feedback page.
 5. The reports registered in :data:`REPORTS`, each a function of the graded run: grades.csv (nbgrader's
    export), cells.csv and checks.csv, the per-cell table with the reason for every lost point, a score
-   histogram, a per-exercise success-rate plot, a JSON report and the similarity report.
+   histogram, a per-exercise success-rate plot, a JSON report, the similarity report and the insight
+   report (what the class got wrong, by check and catalogued mistake: :mod:`.insight`).
 
 This process is the only one that writes the gradebook. Running it twice on the same files gives the same
 scores, statuses and reasons. With the sandboxed grader, once the submissions are collected, nothing
@@ -43,7 +44,7 @@ from attnkit_sandbox import runner
 from .autograders.base import Job, NbgraderAutograder
 from .course import Course
 from .isolation import door
-from . import similarity
+from . import insight, similarity
 from .files import remove
 from .precheck import check_submission
 from .progress import Progress
@@ -428,6 +429,9 @@ REPORTS = [
     Report("table.txt", write_table),                  # what the CLI prints
     Report("report.json", write_json),
     Report("similarity.html", write_similarity),       # pairs of alike answers, for a person to read
+    Report("insight.html", insight.write_html),        # what the class got wrong, anonymised (issue 29)
+    Report("insight.json", insight.write_json),
+    Report("insight-labels.csv", insight.write_labels_csv),   # the instructor's key to the insight's labels
 ]
 
 
