@@ -471,7 +471,8 @@ def test_pipeline_sorts_submissions_and_reports_with_any_autograder(toy_course, 
     assert run.table.as_dict() == {s: {"toy": {"test_square": 0.0}} for s in ("ada", "bo", "cy")}
     assert (toy_course.root / "submitted" / "ada" / "toy" / "toy.ipynb").is_file()
     assert sorted(p.name for p in run.reports.values()) == [
-        "cells.csv", "grades.csv", "report.json", "scores.png", "similarity.html", "success.png", "table.txt"]
+        "cells.csv", "grades.csv", "insight-labels.csv", "insight.html", "insight.json", "report.json",
+        "scores.png", "similarity.html", "success.png", "table.txt"]
     assert "bo / toy [rejected]: toy.ipynb is not valid JSON" in run.text()
 
 
