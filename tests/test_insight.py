@@ -16,6 +16,7 @@ from attnkit_grader import CheckResult, CellResult, Course, Message, SubmissionR
 from attnkit_grader.insight import render, summary, write_html, write_json, write_labels_csv
 from attnkit_grader.judging import registry
 from attnkit_grader.pipeline import GradingRun
+from attnkit_grader.precheck import COPY
 from attnkit_grader.reports import ScoreTable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,7 +106,9 @@ def run(tmp_path):
     (course.root / "course").mkdir()
     for lecture in (ROOT / "course").glob("*.ipynb"):           # where the catalogue's teaches links lead
         shutil.copy(lecture, course.root / "course")
-    records = {r.student: r for r in (FROZEN, BUFFER, BLANK, CRASH, ODD, SubmissionResult("stu_nobody", PS1, "missing"))}
+    copied = FROZEN.evolve(issues=[Message.make(COPY, notebook=f"{PS1}.ipynb", cell="pe_answer", alike=100.0,
+                                                solution=Message.make("the notebook's solution"))])
+    records = {r.student: r for r in (copied, BUFFER, BLANK, CRASH, ODD, SubmissionResult("stu_nobody", PS1, "missing"))}
     evil = record("<script>alert(1)</script>", ("pe_dropout",), messages={
         "pe_dropout": Message.make("your code raised {error}", error="ValueError: <img src=x onerror=alert(1)>")})
     records[evil.student] = evil
@@ -147,6 +150,8 @@ def test_the_summary_counts_by_check_mistake_and_language(run):
     written = next(cell for cell in part["cells"] if cell["grade_id"] == "experiment_written")
     assert written["awaiting"] == {"en": 1} and sum(map(len, written["scores"].values())) == 5
     assert set(shown) <= {(s, PS1) for s in graded.table.students} and ("stu_nobody", PS1) not in shown
+    assert part["copies"] == [{"cell": "pe_answer", "count": {"en": 1}, "examples": [shown["stu_fran", PS1]],
+                               "solution": {"template": "the notebook's solution", "args": {}}}]
 
 
 def test_the_page_names_no_student_escapes_their_text_and_links_anonymised_feedback(run):
@@ -156,6 +161,7 @@ def test_the_page_names_no_student_escapes_their_text_and_links_anonymised_feedb
                          ("insight-labels.csv", write_labels_csv)]:
         writer(course, graded, reports / name)
     html, data = (reports / "insight.html").read_text(), (reports / "insight.json").read_text()
+    assert "Answers flagged as copies of a known solution" in html and "the notebook&#39;s solution" in html
     assert "stu_" not in html and "stu_" not in data and "alert(1)" not in html + data
     assert "http" not in re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", html)          # offline
     labels = dict(line.split(",")[:2] for line in (reports / "insight-labels.csv").read_text().splitlines()[1:])

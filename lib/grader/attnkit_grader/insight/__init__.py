@@ -25,8 +25,7 @@ from pathlib import Path
 
 from .. import feedback, files
 from ..files import remove
-from ..release_cells import Release
-from .render import page
+from .render import _, page
 from .summary import ANONYMOUS, summarise, write_labels
 
 __all__ = ["write_html", "write_json", "write_labels_csv", "grading_key"]
@@ -39,10 +38,12 @@ def grading_key():
 
 
 def key_text():
+    """What the page says of its labels (a gettext msgid too)."""
     if grading_key():
-        return "they are keyed with the grading key, so nobody without it can tell whose work each is."
-    return ("no grading key is set ($ATTNKIT_GRADING_KEY), so someone holding the class list could work out whose "
-            "work each label is.")
+        return _("They are keyed with the grading key: nobody without it can tell whose work each is; "
+                 "insight-labels.csv says it.")
+    return _("No grading key is set ($ATTNKIT_GRADING_KEY): someone holding the class list could work out whose "
+             "work each label is; insight-labels.csv says it.")
 
 
 def write_json(course, run, path):
@@ -55,16 +56,12 @@ def write_html(course, run, path):
     """insight.html, and the anonymised copies of the feedback pages it links to (any older ones removed)."""
     path = Path(path)
     summary, shown = summarise(course, run, grading_key())
-    folder = path.parent / "feedback" / ANONYMOUS
-    remove(folder)
-    releases = {}
+    remove(path.parent / "feedback" / ANONYMOUS)
+    pages = {(part["name"], label): href for part in summary["assignments"] for label, href in part["examples"].items()}
     for (student, assignment), label in shown.items():
         record = run.submissions[student, assignment]
-        if assignment not in releases:
-            releases[assignment] = Release.read(course, assignment)
-        copy = feedback.page(record.evolve(student=label), releases[assignment].cells)
-        href = next(part["examples"][label] for part in summary["assignments"] if part["name"] == assignment)
-        files.write(path.parent / href, copy)
+        cells = [(grade_id, cell.kind, cell.max_points, None) for grade_id, cell in record.cells.items()]
+        files.write(path.parent / pages[assignment, label], feedback.page(record.evolve(student=label), cells))
     path.write_text(page(summary, key_text()), encoding="utf-8")
 
 

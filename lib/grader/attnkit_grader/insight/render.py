@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 
 from ..editions import ENGLISH, LANGUAGES
 from ..feedback import number
+from ..results import Message
 
 STYLE = """
 .insight { font-family: system-ui, sans-serif; color: #222; line-height: 1.45; }
@@ -51,7 +52,7 @@ def environment():
 
 BODY = environment().from_string("""
 <div class="insight">
-<p class="note">{{ _("What the graded run says about the class, check by check: how many submissions passed, how many failed and why, the catalogued mistakes ranked by the points they cost, and the scores. Submissions are named by anonymous labels; %(key)s", key=key_text) }}</p>
+<p class="note">{{ _("What the graded run says about the class, check by check: how many submissions passed, how many failed and why, the catalogued mistakes ranked by the points they cost, and the scores. Submissions are named by anonymous labels.") }}{% if key_text %} {{ key_text }}{% endif %}</p>
 {% if languages | length > 1 %}<p>{{ _("The editions are reported side by side: one column per language, then all together.") }}</p>{% endif %}
 
 <h2 id="insight-ranked">{{ _("Mistakes ranked by the points they cost the class") }}</h2>
@@ -73,6 +74,16 @@ BODY = environment().from_string("""
 <h2 id="insight-{{ a.name }}">{{ a.name }}: {{ a.title }}</h2>
 <p>{{ _("%(handed)s submissions handed in, %(judged)s with judged checks; %(top)s points in all.", handed=a.handed_total, judged=a.judged_total, top=(a.max_total | number)) }}</p>
 <img class="figure" alt="{{ _('Score distribution of %(name)s, per cell and in all', name=a.name) }}" src="data:image/png;base64,{{ a.figure }}">
+{% if a.copies %}
+<h3 id="insight-{{ a.name }}-copies">{{ _("Answers flagged as copies of a known solution") }}</h3>
+<p><small>{{ _("Flagged by the pre-check and never zeroed, for a person to read: a short cell has few good answers. Each cell's threshold is measured on answers written apart (python -m attnkit_grader.copies).") }}</small></p>
+<table>
+<tr><th>{{ _("Answer cell") }}</th><th>{{ _("Alike to") }}</th>{% for column in a.columns %}<th class="n">{{ column.name }}</th>{% endfor %}<th>{{ _("Examples") }}</th></tr>
+{% for copy in a.copies %}
+<tr><td>{{ copy.cell }}</td><td>{{ copy.solution_text }}</td>{% for column in a.columns %}<td class="n">{{ share(copy.count_by[column.code], a.handed_by[column.code], "") }}</td>{% endfor %}<td>{{ examples(copy.examples, a.name) }}</td></tr>
+{% endfor %}
+</table>
+{% endif %}
 {% for cell in a.cells if cell.checks %}
 <h3 id="insight-{{ a.name }}-{{ cell.grade_id }}">{{ cell.grade_id }} <small>({{ _("%(points)s points", points=(cell.max_points | number)) }})</small></h3>
 <table>
@@ -172,7 +183,10 @@ def view(summary):
                                "causes": [{**cause, "count_by": by_column(cause["count"], columns)}
                                           for cause in check["causes"]]})
             cells.append({**cell, "checks": checks})
+        copied = [{**copy, "solution_text": Message.from_json(copy["solution"]).render(),
+                   "count_by": by_column(copy["count"], columns)} for copy in part.get("copies", [])]
         parts.append({**part, "cells": cells, "columns": columns, "figure": distribution_figure(part, languages),
+                      "copies": copied, "handed_by": by_column(part["handed_in"], columns),
                       "handed_total": sum(part["handed_in"].values()), "judged_total": sum(part["judged"].values())})
     mistakes = {(part["name"], m["name"]): m for part in summary["assignments"] for m in part["mistakes"]}
     ranked = []

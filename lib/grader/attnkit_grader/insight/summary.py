@@ -27,6 +27,7 @@ from .. import editions
 from ..exchange import RECORD
 from ..judging import registry
 from ..judging.engine import without_hint
+from ..precheck import COPY
 from ..teaching import resolve
 
 VERSION = 1
@@ -188,7 +189,7 @@ def summarise_assignment(course, run, assignment, records, language, label, show
         totals.setdefault(language[student], []).append(table.total(student, assignment))
         if record.checked:
             add(judged, language[student])
-    checks, mistakes = {}, {}
+    checks, mistakes, copied = {}, {}, {}
 
     def example(row, student):
         if len(row["examples"]) < EXAMPLES and label[student] not in row["examples"]:
@@ -197,6 +198,13 @@ def summarise_assignment(course, run, assignment, records, language, label, show
 
     for student in sorted(records, key=label.get):
         record, lang = records[student], language[student]
+        for issue in record.issues:
+            if issue.template == COPY:
+                args = dict(issue.args)
+                entry = copied.setdefault((args["cell"], json.dumps(args["solution"].to_json(), sort_keys=True)), {
+                    "cell": args["cell"], "solution": args["solution"].to_json(), "count": {}, "examples": []})
+                add(entry["count"], lang)
+                example(entry, student)
         if not record.checked:
             continue
         causes = attribute(record, catalogue)
@@ -239,7 +247,7 @@ def summarise_assignment(course, run, assignment, records, language, label, show
     return {"name": assignment, "title": manifest.title if manifest else assignment,
             "handed_in": handed, "judged": judged, "max_total": table.max_total(assignment),
             "totals": {lang: sorted(values) for lang, values in totals.items()}, "cells": cells,
-            "mistakes": ranked}
+            "mistakes": ranked, "copies": [copied[key] for key in sorted(copied)]}
 
 
 def example_page(label, record):
