@@ -16,7 +16,8 @@
    to the reports; the autograder writes its feedback page.
 5. The reports registered in :data:`REPORTS`, each a function of the graded run: grades.csv (nbgrader's
    export), cells.csv and checks.csv, the per-cell table with the reason for every lost point, a score
-   histogram, a per-exercise success-rate plot, a JSON report and the similarity report.
+   histogram, a per-exercise success-rate plot, a JSON report, the similarity report and the insight
+   report (what the class got wrong, by check and catalogued mistake: :mod:`.insight`).
 
 This process is the only one that writes the gradebook. Running it twice on the same files gives the same
 scores, statuses and reasons. With the sandboxed grader, once the submissions are collected, nothing
@@ -43,7 +44,7 @@ from attnkit_sandbox import runner
 from .autograders.base import Job, NbgraderAutograder
 from .course import Course
 from .isolation import door
-from . import similarity
+from . import copies, insight, similarity
 from .files import remove
 from .precheck import check_submission
 from .progress import Progress
@@ -183,7 +184,8 @@ def prepare(course, assignments, submissions, roster, students, autograder=None)
         enrol(course, roster, students)
         warnings += [f"student folder '{s}' is not in the class list; graded anyway"
                      for s in students if roster and s not in roster]
-        records = {(s, a): place(course, submissions, s, a, Path(scratch) / a, autograder=autograder)
+        known = {a: (copies.known(course, a), copies.thresholds(a)) for a in assignments}   # read once a batch
+        records = {(s, a): place(course, submissions, s, a, Path(scratch) / a, autograder=autograder, known=known[a])
                    for a in assignments for s in students}
     for record in records.values():
         if record.status != "pending":
@@ -258,7 +260,7 @@ def enrol(course, roster, students):
             gradebook.update_or_create_student(student, **details)
 
 
-def place(course, submissions, student, assignment, released, copy=True, autograder=None):
+def place(course, submissions, student, assignment, released, copy=True, autograder=None, known=None):
     """Collect one submission into submitted/ (when ``copy`` and it is not there already) and pre-check
     it; 'pending' if gradable.
 
@@ -266,7 +268,8 @@ def place(course, submissions, student, assignment, released, copy=True, autogra
     instructor's notebook graded as the student's) or anything but folders and plain files (copying a
     named pipe would hang the batch) is rejected and not copied. The ``autograder`` triages the pre-check's
     issues (:meth:`~attnkit_grader.autograders.base.Autograder.triage`: the sandboxed grader still grades a
-    notebook nbformat rejects when its cells can be read).
+    notebook nbformat rejects when its cells can be read). ``known``: (solutions, thresholds) the answers are
+    compared with (:mod:`.copies`; default: the assignment's, read here).
     """
     record = SubmissionResult(student, assignment)
     original = submissions / student / assignment
@@ -295,10 +298,12 @@ def place(course, submissions, student, assignment, released, copy=True, autogra
     else:
         translations = [released.parent / name for language, name in course.editions(assignment).items()
                         if name != assignment]
-        issues = check_submission(original, released, course.assignment_dir("source", assignment), translations)
+        solutions, limits = known or (copies.known(course, assignment), copies.thresholds(assignment))
+        issues = check_submission(original, released, course.assignment_dir("source", assignment), translations,
+                                  known=solutions, limits=limits)
         if autograder is not None:
             issues = autograder.triage(issues, original, released)
-        record.issues = [Message.text(issue.reason) for issue in issues]
+        record.issues = [issue.message or Message.text(issue.reason) for issue in issues]
         record.status = "rejected" if any(issue.fatal for issue in issues) else "pending"
     if record.status == "rejected":
         log.warning("%s / %s rejected: %s", student, assignment, "; ".join(record.issue_texts()))
@@ -429,6 +434,9 @@ REPORTS = [
     Report("table.txt", write_table),                  # what the CLI prints
     Report("report.json", write_json),
     Report("similarity.html", write_similarity),       # pairs of alike answers, for a person to read
+    Report("insight.html", insight.write_html),        # what the class got wrong, anonymised (issue 29)
+    Report("insight.json", insight.write_json),
+    Report("insight-labels.csv", insight.write_labels_csv),   # the instructor's key to the insight's labels
 ]
 
 
