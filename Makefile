@@ -72,10 +72,12 @@ lab: $(STAMP)
 benchmark: $(STAMP)
 	$(PY) benchmarks/attention.py
 
-# Seconds per submission: plain sequential `nbgrader autograde` vs the sandboxed grader (pool and 1 worker).
+# Seconds per submission: plain sequential `nbgrader autograde` vs the sandboxed grader (pool and 1 worker),
+# on the example class scaled to 102 submissions (the endless loop in once). ARGS=--profile adds the overhead,
+# ARGS=--cold the pool without warm starts.
 .PHONY: benchmark-grading benchmark-autograde
 benchmark-grading: $(STAMP) sandbox-tools
-	$(PY) benchmarks/grading.py --one-worker
+	$(PY) benchmarks/grading.py --copies 6 --one-worker $(ARGS)
 
 # Seconds per submission of the nbgrader pipeline (issue 4's figures).
 benchmark-autograde: $(STAMP)

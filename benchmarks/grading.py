@@ -1,11 +1,12 @@
 """Seconds per submission: plain sequential `nbgrader autograde` against the kit's sandboxed grader.
 
-Usage: .venv/bin/python benchmarks/grading.py [--copies N] [--workers N] [--one-worker] [--profile]
-       (or: make benchmark-grading)
+Usage: .venv/bin/python benchmarks/grading.py [--copies N] [--workers N] [--one-worker] [--cold] [--profile]
+       (or: make benchmark-grading, which grades 100 or more submissions)
 
 The example class (examples/example_class) is scaled up by handing in its honest submissions again
-under new student ids (``--copies`` rounds, default 1: 28 submissions), then graded in one run of this
-script, each variant in its own temporary copy of the course (nbgrader_config.py, source/, release/):
+under new student ids (``--copies`` rounds, default 1: 32 submissions, 6: 102; the endless loop and the other
+broken or hostile submissions stay in once, as in a real class), then graded in one run of this script,
+each variant in its own temporary copy of the course (nbgrader_config.py, source/, release/):
 
   nbgrader   plain `nbgrader autograde ASSIGNMENT --force`, one command per assignment, after the
              instructor's usual setup (generate_assignment, db student import, copies in submitted/),
@@ -13,15 +14,18 @@ script, each variant in its own temporary copy of the course (nbgrader_config.py
   kit        `attnkit grade` (attnkit_grader.grade) with the default pool: release sync, pre-check,
              sandboxed runs, judging, gradebook, feedback pages and reports, all timed
   kit, 1 worker   the same with --workers 1 (only with --one-worker)
+  kit, cold starts  the pool with a fresh interpreter per sandbox, as before the warm start (only with --cold)
 
 Then it checks that every test cell of every submission got the same points from nbgrader and from the
 kit (and from one worker and the pool), and prints the figures. Not a test: timings depend on the
 machine and on what else runs on it.
 
 --profile adds, for the kit with the pool, where the time went: seconds before the first sandbox and
-after the last one (the parent alone), the CPU seconds of the sandboxed runners (from their reports:
-interpreter start and imports included) and of the grading process, how busy that kept the cores, and
-the runs that used the most CPU.
+after the last one (the parent alone), the CPU seconds of the sandboxes (their cgroups' accounting:
+start-up included) and of the grading process, how busy that kept the cores, the runs that used the most
+CPU, and the overhead: per honest submission whose cells all ended in time, the grader's CPU for it (its
+sandboxes, plus an equal share of the grading process's) over the CPU of its cells and probes themselves
+(the runner's per-step accounting: the floor any grader pays).
 """
 
 import argparse
@@ -105,11 +109,11 @@ def time_nbgrader(scratch, submissions, students_csv, assignments, handed_in):
     return seconds, test_cells(course, assignments, sorted(read_roster(students_csv)))
 
 
-def time_kit(scratch, name, submissions, students_csv, assignments, workers=None, profile=None):
+def time_kit(scratch, name, submissions, students_csv, assignments, workers=None, profile=None, warm=None):
     root = course_copy(scratch, name)
     with profile.watching() if profile else contextlib.nullcontext():
         start = time.perf_counter()
-        run = grade(root, assignments, submissions, students_csv, workers=workers)
+        run = grade(root, assignments, submissions, students_csv, workers=workers, warm=warm)
         seconds = time.perf_counter() - start
     return seconds, test_cells(Course(root), assignments, run.table.students), run
 
@@ -127,9 +131,15 @@ class Profile:
         def run_notebook(box, notebook, scratch_dir, *args, **options):
             start = time.perf_counter()
             done = original(box, notebook, scratch_dir, *args, **options)
-            cpu = done.report.get("cpu") if isinstance(done.report.get("cpu"), (int, float)) else 0.0
-            name = f"{Path(scratch_dir).name} / {options.get('assignment')}"
-            self.runs.append((start, time.perf_counter(), cpu, name))
+            cpu = done.result.cpu_seconds
+            if cpu is None:                             # no cgroup: the runner's own process only
+                cpu = done.report.get("cpu") if isinstance(done.report.get("cpu"), (int, float)) else 0.0
+            steps = [*done.report.get("cells", []), *done.report.get("probes", {}).values()]
+            floor = sum(step.get("cpu", 0.0) for step in steps if isinstance(step, dict))
+            timed_out = any(isinstance(step, dict) and step.get("status") == "timeout" for step in steps) \
+                or done.result.timed_out
+            self.runs.append((start, time.perf_counter(), cpu, f"{Path(scratch_dir).name} / {options.get('assignment')}",
+                              floor, timed_out))
             return done
 
         before = resource.getrusage(resource.RUSAGE_SELF)
@@ -143,21 +153,32 @@ class Profile:
             after = resource.getrusage(resource.RUSAGE_SELF)
             self.parent = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
-    def lines(self, cores):
+    def lines(self, cores, submissions):
         if not self.runs:
             return ["profile: no sandboxed run"]
         wall = self.end - self.start
         first, last = min(r[0] for r in self.runs), max(r[1] for r in self.runs)
         cpu = sum(r[2] for r in self.runs)
         top = sorted(self.runs, key=lambda r: -r[2])[:5]
+        share = self.parent / submissions                # the grading process's CPU, shared out evenly
+        honest = {}
+        for _, _, used, name, floor, timed_out in self.runs:
+            entry = honest.setdefault(name, [0.0, 0.0, False])
+            entry[0], entry[1], entry[2] = entry[0] + used, entry[1] + floor, entry[2] or timed_out
+        ratios = sorted((used + share) / floor for used, floor, timed_out in honest.values() if floor > 0 and not timed_out)
+        kept = [(used, floor) for used, floor, timed_out in honest.values() if floor > 0 and not timed_out]
         return [f"profile of the kit with the pool ({wall:.1f} s):",
                 f"  the parent alone: {first - self.start:.1f} s before the first sandbox (release sync, pre-check), "
                 f"{self.end - last:.1f} s after the last (reports)",
-                f"  {len(self.runs)} sandboxed runs: {sum(r[1] - r[0] for r in self.runs):.1f} s in all, runner CPU "
-                f"{cpu:.1f} s ({cpu / len(self.runs):.2f} s a run, start-up and imports included)",
-                f"  grading process CPU (all its threads: judging, gradebook, reports): {self.parent:.1f} s",
+                f"  {len(self.runs)} sandboxed runs: {sum(r[1] - r[0] for r in self.runs):.1f} s in all, sandbox CPU "
+                f"{cpu:.1f} s ({cpu / len(self.runs):.2f} s a run, start-up included)",
+                f"  grading process CPU (all its threads: judging, gradebook, feedback, reports): {self.parent:.1f} s "
+                f"({share:.2f} s a submission)",
                 f"  cores kept busy by these two: {(cpu + self.parent) / (cores * wall):.0%} of {cores} x {wall:.1f} s",
-                "  most CPU: " + ", ".join(f"{name} {cpu:.1f} s" for _, _, cpu, name in top)]
+                "  most CPU: " + ", ".join(f"{name} {used:.1f} s" for _, _, used, name, _, _ in top),
+                f"  overhead, {len(kept)} honest submissions that ran in time (grader CPU / CPU of their cells and "
+                f"probes): {sum(u + share for u, _ in kept) / sum(f for _, f in kept):.2f} over all, "
+                f"median {ratios[len(ratios) // 2]:.2f}, worst {ratios[-1]:.2f}" if ratios else "  overhead: no run"]
 
 
 def differences(first, second, names):
@@ -171,6 +192,7 @@ def main(argv=None):
     options.add_argument("--copies", type=int, default=1, help="rounds of honest copies (default: 1)")
     options.add_argument("--workers", type=int, default=None, help="the kit's pool (default: CPU cores)")
     options.add_argument("--one-worker", action="store_true", help="also time the kit with one worker")
+    options.add_argument("--cold", action="store_true", help="also time the pool with cold starts (no zygote)")
     options.add_argument("--profile", action="store_true", help="say where the kit's time went (with the pool)")
     args = options.parse_args(argv)
     logging.getLogger("attnkit").setLevel(logging.ERROR)
@@ -184,13 +206,19 @@ def main(argv=None):
         plain, plain_cells = time_nbgrader(scratch, submissions, students_csv, assignments, handed_in)
         profile = Profile() if args.profile else None
         kit, kit_cells, run = time_kit(scratch, "kit", submissions, students_csv, assignments, args.workers, profile)
+        starts = "warm starts" if any(r.run.get("warm") for r in run.submissions.values()) else "cold starts"
         rows = [("plain nbgrader autograde --force (sequential)", plain),
-                (f"kit: attnkit grade, sandboxed, pool of {run_workers(args.workers)} (all steps)", kit)]
+                (f"kit: attnkit grade, pool of {run_workers(args.workers)}, {starts} (all steps)", kit)]
         checks = [differences(plain_cells, kit_cells, ("nbgrader", "kit"))]
         if args.one_worker:
             one, one_cells, _ = time_kit(scratch, "kit1", submissions, students_csv, assignments, 1)
             rows.append(("kit: attnkit grade, sandboxed, 1 worker (all steps)", one))
             checks.append(differences(one_cells, kit_cells, ("1 worker", "pool")))
+        if args.cold:
+            cold, cold_cells, _ = time_kit(scratch, "kitcold", submissions, students_csv, assignments, args.workers,
+                                           warm=False)
+            rows.append((f"kit: the pool, cold starts (no zygote)", cold))
+            checks.append(differences(cold_cells, kit_cells, ("cold", "warm")))
     print(f"example class scaled to {count} submissions handed in ({len(students)} students, {len(assignments)} "
           f"assignments); machine: {os.cpu_count()} CPU cores")
     print(f"{'variant':58s} {'total s':>8s} {'s/submission':>13s}")
@@ -199,16 +227,19 @@ def main(argv=None):
     print(f"speed-up of the kit over plain nbgrader: {plain / kit:.2f}x")
     if args.one_worker:
         print(f"speed-up of the pool over one worker: {rows[2][1] / kit:.2f}x")
+    if args.cold:
+        print(f"speed-up of warm starts over cold ones (the pool): {rows[-1][1] / kit:.2f}x")
     if profile:
-        print("\n".join(profile.lines(os.cpu_count())))
+        print("\n".join(profile.lines(os.cpu_count(), count)))
     wrong = [line for found in checks for line in found]
     cells = len(kit_cells)
     if wrong:
         print(f"grades DIFFER on {len(wrong)} of {cells} test cells:")
         print("\n".join(wrong))
         return 1
-    print(f"identical grades: all {cells} test cells of the {count} submissions"
-          + (" (nbgrader, kit with the pool, kit with 1 worker)" if args.one_worker else " (nbgrader and the kit)"))
+    variants = ["nbgrader", "the kit's pool"] + (["1 worker"] if args.one_worker else []) + \
+        (["cold starts"] if args.cold else [])
+    print(f"identical grades: all {cells} test cells of the {count} submissions ({', '.join(variants)})")
     return 0
 
 
