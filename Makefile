@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: setup sandbox-tools demo test test-lectures test-lectures-all test-fast publish lab benchmark clean
 
-setup: $(STAMP) sandbox-tools fonts
+setup: $(STAMP) sandbox-tools fonts mathjax
 
 # The grader runs every submission under bubblewrap (Debian/Ubuntu package `bubblewrap`), with a system-call
 # filter built by libseccomp (`libseccomp2`, present wherever apt is). As root, install what is missing (CI
@@ -31,6 +31,18 @@ fonts:
 	    { apt-get update -qq && apt-get install -y -qq fonts-noto-cjk; }; \
 	  else echo "warning: no CJK font (Noto Sans CJK) found: Chinese figures need one (apt-get install fonts-noto-cjk)"; fi; }
 
+# Feedback pages typeset their formulas when they are written (attnkit_grader.offline), with MathJax 3 from the npm
+# registry, installed into the environment (share/attnkit/node_modules, where the grader looks) and run by Node.js.
+# Without npm, say so and carry on: the pages then show their formulas as TeX, with a note saying why.
+MATHJAX_VERSION := 3.2.2
+FEEDBACK_NPM    := $(VENV)/share/attnkit
+.PHONY: mathjax
+mathjax: $(STAMP)
+	@test -f $(FEEDBACK_NPM)/node_modules/mathjax/es5/node-main.js || { \
+	  if command -v npm >/dev/null && command -v node >/dev/null; then \
+	    npm install --prefix $(FEEDBACK_NPM) --no-audit --no-fund --silent mathjax@$(MATHJAX_VERSION); \
+	  else echo "warning: Node.js with npm not found: feedback pages will show their formulas as TeX (install nodejs and npm, then make setup)"; fi; }
+
 $(STAMP): pyproject.toml lib/grader/pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[notebooks,test]" -e lib/grader
@@ -39,7 +51,7 @@ $(STAMP): pyproject.toml lib/grader/pyproject.toml constraints.txt
 # Library tests, notebook validation (nbval, strict) and the grading pipeline; then the lectures again
 # under other CPU kernels and thread counts (their outputs must not depend on them). Two workers on two
 # cores: one thread each (two workers with two threads each made lecture 4 train 20 times slower).
-test: $(STAMP) sandbox-tools fonts
+test: $(STAMP) sandbox-tools fonts mathjax
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist loadfile -m "not kernels" --nbval \
 	  --nbval-current-env tests course
 	$(MAKE) --no-print-directory test-lectures
@@ -58,7 +70,7 @@ test-fast: $(STAMP)
 
 # The example class through the sandboxed grader: submitted/, autograded/ (for the formgrader), gradebook.db,
 # grades/. A second run takes every verdict from the journal.
-demo: $(STAMP) sandbox-tools
+demo: $(STAMP) sandbox-tools mathjax
 	$(PY) -m attnkit_grader demo
 
 # The student edition (lectures, released assignments, the student package; no source/, no grader).
@@ -94,7 +106,7 @@ HUB_PYTHON ?= /usr/bin/python3
 hub: hub-setup
 	$(HUB_PYTHON) hub/course.py start
 
-hub-setup: publish sandbox-tools
+hub-setup: publish sandbox-tools mathjax
 	$(HUB_PYTHON) hub/course.py setup --edition $(EDITION)
 
 hub-stop:
@@ -130,7 +142,7 @@ $(SITE_STAMP): $(STAMP) pyproject.toml constraints.txt
 
 $(MATHJAX)/es5/tex-mml-chtml.js:
 	mkdir -p $(SITE_NPM)
-	npm install --prefix $(SITE_NPM) --no-audit --no-fund --silent mathjax@3.2.2
+	npm install --prefix $(SITE_NPM) --no-audit --no-fund --silent mathjax@$(MATHJAX_VERSION)
 
 site: $(SITE_STAMP) $(MATHJAX)/es5/tex-mml-chtml.js
 	$(PY) site/build.py --mathjax $(MATHJAX)

@@ -9,10 +9,11 @@
 (/opt/attnkit-course, or $ATTNKIT_COURSE_PREFIX), never under /root, which other users cannot read:
 
     venv/        the course's Python: the student edition's package + JupyterLab + nbgrader + JupyterHub, and
-                 the hub's nbgrader plugins (hub/attnkit_hub.py). No grader, no reference solution; the
-                 instructor's nbgrader extensions are switched off there (the edition's postBuild) and back on
-                 for the instructor only (user level). Its etc/jupyter/nbgrader_config.py, read by every user,
-                 names the plugins: private hand-ins, the checked collect, autograde refused (sandbox only).
+                 the hub's nbgrader plugins (hub/attnkit_hub.py); in share/attnkit, MathJax for the feedback
+                 pages' formulas. No grader, no reference solution; the instructor's nbgrader extensions are
+                 switched off there (the edition's postBuild) and back on for the instructor only (user level).
+                 Its etc/jupyter/nbgrader_config.py, read by every user, names the plugins: private hand-ins,
+                 the checked collect, autograde refused (sandbox only).
     grader/      the instructor's grader (lib/grader), readable by root and group attnkit-instructors only; on
                  the course's Python path (a .pth file), where only the instructors can read it
     bin/attnkit  `attnkit` for the instructors (group attnkit-instructors): the grader, run as the instructor
@@ -219,6 +220,27 @@ def environment(edition):
     script.chmod(0o750)
     sandbox_door()
     login_path()
+    feedback_mathjax(venv)
+
+
+def feedback_mathjax(venv):
+    """MathJax for the feedback pages' formulas (attnkit_grader.offline looks in the environment's share/attnkit),
+    copied from the checkout's .venv, where `make setup` installed it from npm (the version the Makefile pins)."""
+    source = REPO / ".venv" / "share" / "attnkit" / "node_modules" / "mathjax"
+    target = venv / "share" / "attnkit" / "node_modules" / "mathjax"
+    if not (source / "package.json").is_file():
+        say("warning: no MathJax in the checkout's .venv (make setup installs it): feedback pages will show TeX")
+        return
+    if (target / "package.json").is_file() and (target / "package.json").read_bytes() == \
+            (source / "package.json").read_bytes():
+        return
+    say(f"copying MathJax into {target.parent}")
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(source, target, symlinks=False)
+    for path in [target, *target.rglob("*")]:
+        os.chown(path, 0, 0, follow_symlinks=False)
+        path.chmod(0o755 if path.is_dir() else 0o644)
 
 
 def door_program():

@@ -4,7 +4,9 @@ For every catalogued bug of every assignment (``attnkit_assignments.<name>.bugs`
 - at grading (the probes and the trusted judge, on fresh inputs) it keeps exactly the points of its row
   in the catalogue's EXPECTED table and fails the checks listed there;
 - in every test cell where it loses points, at least one VISIBLE check failed (no false reassurance);
-- the feedback names it (its explanation, or the words of the structural check that catches it);
+- the feedback names it (its explanation, or the words of the structural check that catches it), and so do, in
+  every cell where it loses points, a failed check in the student's notebook and one on the feedback page; every
+  check of the values it fails names it, in the notebook and on the feedback page;
 while the reference, the notebook's own solution and the alternative correct styles earn full marks,
 pass every visible check (no false alarm) and get no diagnosis. ``python -m attnkit_grader.catalogue``
 prints the same figures.
@@ -81,6 +83,12 @@ def test_a_known_bug_costs_the_checks_it_breaks_is_seen_by_the_student_and_named
     assert failed == set(bug.fails), "the failed checks left the catalogue's row"
     assert not result.reassured, f"every visible check passed in {result.reassured}, yet points are lost there"
     assert result.named, f"no feedback message names the bug: {result.messages}"
+    # in each cell where it loses points, the student's notebook and the feedback page both name it, and every
+    # check of the values it fails says so (its numbers, exception or message are the bug's)
+    for side in ("notebook", "feedback"):
+        unnamed = [g for g, named in result.named_in(side).items() if not named]
+        assert not unnamed, f"no failed check names the bug in the {side} in {unnamed}: {getattr(result, side)}"
+    assert not result.unnamed, f"checks of the values fail with the bug's results without naming it: {result.unnamed}"
     assert catalogue.plain(assignment, bug) == result.points, "plain nbgrader and the sandboxed grader disagree"
 
 
@@ -135,18 +143,58 @@ def test_the_worked_cases_shipped_to_students_are_up_to_date(assignment, tmp_pat
     shipped = json.loads((checking.WORKED and open(f"{checking.WORKED}/{assignment}.json").read()))
     monkeypatch.setattr(checking, "WORKED", str(tmp_path))
     fresh = json.loads(catalogue.write_worked(assignment).read_text())
-    assert set(fresh) == set(shipped)
-    for case, entry in fresh.items():
-        torch.testing.assert_close(torch.tensor(shipped[case]["expected"]), torch.tensor(entry["expected"]),
+    checking._worked.cache_clear()
+    checking._failures.cache_clear()
+    assert set(fresh["cases"]) == set(shipped["cases"])
+    for case, entry in fresh["cases"].items():
+        torch.testing.assert_close(torch.tensor(shipped["cases"][case]["expected"]), torch.tensor(entry["expected"]),
                                    rtol=0, atol=1e-5)
-        assert [v["bugs"] for v in shipped[case]["variants"]] == [v["bugs"] for v in entry["variants"]], case
+        assert [v["bugs"] for v in shipped["cases"][case]["variants"]] == [v["bugs"] for v in entry["variants"]], case
+    assert {what: [g["bugs"] for g in groups] for what, groups in fresh["checks"].items()} == \
+        {what: [g["bugs"] for g in groups] for what, groups in shipped["checks"].items()}
     text = json.dumps(shipped)
-    assert "def " not in text and "import" not in text and "return" not in text
+    assert not re.search(r"\b(def|import|return|lambda)\b", text), "code in the worked cases"
+
+
+def test_a_visible_check_that_fails_as_a_known_mistake_fails_names_it_but_counts_no_work(capsys):
+    """The same exception (type and first line, wherever it was raised) or the same message as a catalogued bug
+    in the same check names the bug; an answer not written yet names nothing; neither is evidence of work."""
+    groups = checking._failures()["the worked case (2 heads, max_distance = 1, valid_lens = [[4, 2, 3]]): output "
+                                   "and weights"]
+    group = next(g for g in groups if g["failure"].startswith("RuntimeError: index -1 is out of bounds"))
+    checks = checking.Checks(points=2)
+    with checks("the worked case (2 heads, max_distance = 1, valid_lens = [[4, 2, 3]]): output and weights", 1):
+        raise RuntimeError(group["failure"].partition(": ")[2] + "\nmore lines of the traceback")
+    with checks("shape", 1, kind="structure"):
+        pass
+    message = checks.results[0][2]
+    assert "fails here exactly as" in message and group["says"].split("; or ")[0] in message
+    assert not checks.matched                      # named, but no evidence: the shape alone still counts nothing
+    with pytest.raises(checking.CellScoredZero):
+        checks.score()
+    stub = checking.Checks(points=1)
+    with stub("the worked case (2 heads, max_distance = 1, valid_lens = [[4, 2, 3]]): output and weights", 1):
+        raise NotImplementedError
+    assert "known mistake" not in stub.results[0][2]
+    other = checking.Checks(points=1)
+    with other("the worked case (2 heads, max_distance = 1, valid_lens = [[4, 2, 3]]): output and weights", 1):
+        raise RuntimeError("index 7 is out of bounds for dimension 3 with size 3")
+    assert "known mistake" not in other.results[0][2]
+
+
+def test_visible_checks_have_names_unique_across_the_course():
+    """A visible check's name keys how the catalogue's bugs make it fail (attnkit/worked/): two checks of one name
+    would mix their records, in one assignment or across two."""
+    names = []
+    for assignment in ASSIGNMENTS:
+        for checks in catalogue.visible(assignment, variants.variant(registry.get(assignment), None)).values():
+            names += [what for what, _, _, _ in checks.results]
+    assert len(names) == len(set(names)), sorted(n for n in set(names) if names.count(n) > 1)
 
 
 def test_a_visible_check_names_a_known_mistake_and_counts_it_as_real_work():
     """expect_worked: numbers of a known mistake fail the check, name it, and are evidence for the cell."""
-    entry = checking._worked("ps2_relative_pe")["worked_output"]
+    entry = checking._worked("ps2_relative_pe")["cases"]["worked_output"]
     variant = entry["variants"][0]
     checks = checking.Checks(points=2)
     with checks("values", 1):

@@ -114,3 +114,33 @@ def test_expectations_explain_what_is_wrong():
     assert table_of(torch.nn.Embedding(3, 2), "t").shape == (3, 2)
 
 
+
+
+def test_dropout_is_checked_the_same_way_whatever_entries_it_zeroes():
+    """expect_dropout: a right dropout passes on any draw; each wrong one fails with one message, the same on
+    every draw (so the message can name a known mistake on any machine's random numbers)."""
+    from torch.nn import functional as F
+    from attnkit.checking import expect_dropout
+
+    before = torch.ones(4, 40, 16) + torch.arange(16.0) / 10
+
+    def messages(wrong):
+        found = set()
+        for seed in range(3):
+            torch.manual_seed(seed)
+            try:
+                expect_dropout(wrong(before), before, 0.5, "pe(X) in train mode")
+            except CheckFailed as failure:
+                found.add(str(failure))
+            else:
+                found.add(None)
+        return found
+
+    assert messages(lambda x: F.dropout(x, 0.5, training=True)) == {None}
+    cases = {"does nothing": lambda x: x,
+             "not X + P times one number": lambda x: F.dropout(torch.ones_like(x), 0.5, training=True) + (x - 1),
+             "times 1.111": lambda x: F.dropout(x, 0.1, training=True),
+             "fraction 1.00": lambda x: torch.zeros_like(x)}
+    for words, wrong in cases.items():
+        found = messages(wrong)
+        assert len(found) == 1 and words in next(iter(found)), (words, found)

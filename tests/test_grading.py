@@ -25,6 +25,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from attnkit_grader import (CellResult, CheckResult, Course, Job, Message, SubmissionResult, check_submission, demo,
                             grade, release)
+from attnkit_grader import offline
 from attnkit_grader.autograders.base import Autograder, execution_issues, failed, nbgrader_failure
 from attnkit_grader.cli import main
 from attnkit_grader.pipeline import read_roster
@@ -488,7 +489,9 @@ def test_plain_nbgrader_is_still_one_option_away(toy_course, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "2 of 2 submissions graded" in out, out
     assert (toy_course.root / "submitted" / "ada" / "toy" / "toy.ipynb").is_file()
-    assert (toy_course.root / "feedback" / "ada" / "toy" / "toy.html").is_file()
+    page = (toy_course.root / "feedback" / "ada" / "toy" / "toy.html").read_text(encoding="utf-8")
+    # made complete offline as it was written (attnkit_grader.offline): nbgrader's MathJax from a CDN is gone
+    assert "<script" not in page and "cdnjs" not in page and offline.POLICY in page and "pre-wrap" in page
     report = json.loads((toy_course.root / "grades" / "report.json").read_text())
     assert {s: report["students"][s]["toy"]["points"] for s in ("ada", "bo")} == {
         "ada": {"test_square": 2.0}, "bo": {"test_square": 0.0}}

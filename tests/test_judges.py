@@ -48,8 +48,8 @@ STRUCTURAL = {assignment: {check["id"] for check in registry.describe(assignment
 
 # The checks each known bug must fail, and no others (ids from registry.check_ids).
 ALL_PS1 = {"pe_parameters", "pe_default", "pe_trainable", "pe_gradient", "pe_gradient_random", "pe_train_forward",
-           "pe_train_output", "pe_shape", "pe_known_table", "pe_too_long", "pe_parity", "pe_dropout"}
-INDEX = {"index_dtype", "index_example", "index_toeplitz", "index_saturation", "index_int64"}
+           "pe_train_output", "pe_shape", "pe_known_table", "pe_edge", "pe_too_long", "pe_parity", "pe_dropout"}
+INDEX = {"index_dtype", "index_example", "index_edge", "index_toeplitz", "index_saturation"}
 ATTENTION = {"attn_tables", "attn_self_shape", "attn_cross_shape", "attn_weights_shape", "attn_defaults",
              "attn_mask_batch", "attn_worked", "attn_empty_rows", "attn_gradient", "attn_dropout",
              "attn_self_weights", "attn_self_parity", "attn_cross_parity", "attn_zero_distance", "attn_one_head",
@@ -75,8 +75,8 @@ FAILED = {
     ("partial", "ps2_relative_pe"): {"attn_mask_batch", "attn_worked", "attn_empty_rows", "attn_cross_parity",
                                      "attn_zero_distance", "attn_mask_rows", "causal_shapes", "causal_agree",
                                      "causal_worked", "causal_naive_parity"},
-    ("bug_no_clip", "ps2_relative_pe"): {"index_example", "index_saturation", "index_int64"} | ATTENTION,
-    ("bug_sign_flip", "ps2_relative_pe"): {"index_example", "index_saturation", "index_int64", "attn_self_weights"}
+    ("bug_no_clip", "ps2_relative_pe"): {"index_example", "index_edge", "index_saturation"} | ATTENTION,
+    ("bug_sign_flip", "ps2_relative_pe"): {"index_example", "index_edge", "index_saturation", "attn_self_weights"}
     | ATTENTION_VALUES,
     ("bug_no_value_term", "ps2_relative_pe"): ATTENTION_VALUES | {"attn_zero_distance"},
     ("bug_num_hiddens_scale", "ps2_relative_pe"): ATTENTION_VALUES | {"attn_self_weights", "attn_zero_distance"},
@@ -559,8 +559,8 @@ def test_garbage_of_every_shape_and_dtype_never_raises():
 # Checks decided by comparing with the reference on the grader's inputs (the others test a property
 # of the submission's own numbers: structure, masks, shift invariance, agreement of its two versions).
 AGAINST_REFERENCE = {
-    "ps1_learnable_pe": {"pe_gradient", "pe_known_table", "pe_too_long", "pe_parity", "pe_dropout"},
-    "ps2_relative_pe": {"index_example", "index_saturation", "index_int64", "attn_self_parity", "attn_cross_parity",
+    "ps1_learnable_pe": {"pe_gradient", "pe_known_table", "pe_edge", "pe_too_long", "pe_parity", "pe_dropout"},
+    "ps2_relative_pe": {"index_example", "index_edge", "index_saturation", "attn_self_parity", "attn_cross_parity",
                         "attn_zero_distance", "skew_example", "skew_gather", "causal_agree", "causal_naive_parity",
                         "causal_skewed_parity", "causal_memory"},
 }
@@ -588,7 +588,7 @@ def forged_outputs(assignment, inputs):
             out = {"count": np.array(1), "shapes": np.array([[1000, p["num_hiddens"], -1, -1]])}
         elif probe == "pe_gradient":
             out = {"grad": np.zeros_like(a["table"]), "output": a["X"].copy()}
-        elif probe in ("pe_shape", "pe_known_table"):
+        elif probe in ("pe_shape", "pe_known_table", "pe_edge"):
             out = {"output": np.zeros_like(a["X"])}
         elif probe == "pe_too_long":
             out = {"boundary_output": np.zeros_like(a["X_boundary"]), "outcome": np.array(1)}
@@ -650,9 +650,16 @@ def test_forger_in_full_control_of_the_sandbox_earns_nothing_from_structure(assi
     assert total(verdicts) == 0 and not passed_ids(assignment, verdicts)
     checks = by_id(assignment, verdicts)
     assert all(checks[i].text().startswith("right, but counts only once") for i in STRUCTURAL[assignment])
-    # the forged ValueError flag of pe_too_long is believed by nobody: that check is worth 0 points
     if assignment == "ps1_learnable_pe":
-        assert checks["pe_too_long"].max_points == 0
+        # the ValueError flag of pe_too_long, forged with a right output at n = max_len (as if the forger had
+        # computed it), is a property: it counts only beside a passing check of the values, so forging it gains
+        # nothing that writing the one-line raise into a solved exercise would not
+        forged = forged_outputs(assignment, inputs)
+        a = inputs["pe_too_long"]["arrays"]
+        forged["pe_too_long"]["boundary_output"] = a["X_boundary"] + a["table"][None]
+        checks = by_id(assignment, judges.judge(registry.get(assignment), inputs, forged, {}))
+        assert checks["pe_too_long"].max_points > 0 and checks["pe_too_long"].points == 0
+        assert checks["pe_too_long"].text().startswith("right, but counts only once")
 
 
 def test_structure_counts_beside_a_passing_check_of_the_values():

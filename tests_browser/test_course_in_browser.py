@@ -2,13 +2,13 @@
 
 student1 types a correct answer to PS1 exercise 1 in the English edition, student2 a wrong one in the French
 edition (ps1_learnable_pe_fr): each logs in on the hub's login page, fetches their edition from the
-Assignment List, which offers the three languages, types the answer into the cell, saves, validates and
-submits. student3 then hands in PS1 in student2's name from a shell. The instructor collects with the
+Assignment List, which offers the three languages, types the answer into the cell, saves, runs all the cells
+(Run All goes to the end past the failing cells), validates and submits. student3 then hands in PS1 in student2's name from a shell. The instructor collects with the
 Formgrader's Collect button (the forgery is refused by name, both genuine hand-ins are collected as one
 assignment), then types the hub guide's loop into JupyterLab's terminal (attnkit collect, attnkit grade, sandboxed
 through the door, attnkit release-feedback; nbgrader autograde refused) and sees the Formgrader's Autograde
 button refuse too; each student fetches the feedback under their edition's name and reads the score the
-gradebook holds.
+gradebook holds, on a page whose formulas are drawn without a script and whose verdict lines wrap.
 Then student3 runs every lecture (Run All Cells) and the test checks it ends without an error output and
 with all its figures. Screenshots: build/browser-artifacts/STUDENT-NN-step.png and lecture-NAME.png.
 """
@@ -137,6 +137,25 @@ def test_a_student_fetches_types_validates_and_submits(course, new_page, student
     page.keyboard.press("Control+s")
     page.wait_for_selector(".jp-mod-current.jp-mod-dirty", state="detached")
     shot(page, f"{student}-04-answer-typed")
+
+    # Run All goes to the last cell past every error: the experiment left as released raises NotImplementedError,
+    # and for the wrong answer both test cells end with CellScoredZero, listing what failed
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    page.wait_for_function(
+        """() => {
+            const prompts = [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputArea-prompt')];
+            return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+        }""", timeout=180_000, polling=500)
+    shot(page, f"{student}-04-run-all")
+    # text contents, not inner texts: JupyterLab 4 skips rendering the cells out of view (content-visibility),
+    # whose inner text is then empty
+    errors = notebook.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+    texts = errors.all_text_contents()
+    failed = [text for text in texts if "CellScoredZero" in text]
+    assert len(failed) == (2 if student == "student2" else 0), failed
+    assert all("What failed:" in text for text in failed), failed
+    assert any("NotImplementedError" in text for text in texts)
 
     notebook.locator(".jp-Toolbar").get_by_role("button", name="Validate").click()
     dialog = page.locator(".jp-Dialog")
@@ -339,6 +358,17 @@ def test_a_student_fetches_feedback_and_reads_the_score(course, new_page, studen
     score = re.search(r"Score:\s*([\d.]+)\s*/\s*([\d.]+)", text)
     assert score, text[:500]
     assert float(score.group(1)) == SCORES[student] and float(score.group(2)) == 11.0, score.group(0)
+    # complete as JupyterLab shows it, with no script run: formulas drawn (attnkit release-feedback typeset them),
+    # no TeX left, and the verdict lines wrap inside the viewer (none is cut at the right edge)
+    frame = page.frame_locator(".jp-HTMLViewer:visible iframe")
+    assert frame.locator("mjx-container svg").count() > 10
+    assert "\\mathbf" not in text and "$(" not in text and "\\mathcal" not in text
+    verdicts = frame.locator("pre", has_text="FAIL" if student == "student2" else "ok ")
+    assert verdicts.count() > 0
+    assert all(verdicts.nth(i).evaluate("e => e.scrollWidth <= e.clientWidth") for i in range(verdicts.count()))
+    if student == "student2":
+        verdicts.first.scroll_into_view_if_needed()
+        shot(page, f"{student}-09-feedback-verdicts")
 
 
 @pytest.mark.parametrize("lecture", LECTURES)

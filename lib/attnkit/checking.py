@@ -11,7 +11,9 @@ guide, site/pages/en/guide/grading.md in the kit's repository (the website's Gui
 
 Worked cases (``expect_worked``): small fixed inputs whose expected results, and the results of each
 known mistake of the course's bug catalogue, ship with this package as numbers (``attnkit/worked/``,
-written by the instructor's grader from the reference and the catalogue; never code).
+written by the instructor's grader from the reference and the catalogue; never code). With them ships how
+each known mistake makes each visible check fail (its message, or its exception's type and first line):
+a check that fails exactly so names the mistake too, whatever the numbers.
 """
 
 import contextlib
@@ -25,11 +27,12 @@ import warnings
 
 import torch
 from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
+
+from .memory import human_bytes, largest_allocation
 
 __all__ = [
-    "CellScoredZero", "CheckFailed", "Checks", "expect", "expect_close", "expect_equal", "expect_raises",
-    "expect_shape", "expect_worked", "human_bytes", "largest_allocation", "load_table", "single_parameter", "table_of", "table_tensor",
+    "CellScoredZero", "CheckFailed", "Checks", "expect", "expect_close", "expect_dropout", "expect_equal",
+    "expect_raises", "expect_shape", "expect_worked", "human_bytes", "largest_allocation", "load_table", "single_parameter", "table_of", "table_tensor",
 ]
 
 
@@ -110,8 +113,15 @@ class _Check:
             return False
         if not issubclass(exc_type, Exception):       # KeyboardInterrupt (a timeout), SystemExit: let go
             return False
-        self.owner.record(self.what, self.points, _explain(exc, tb), notes, self.kind,
-                          matched=isinstance(exc, CheckFailed) and exc.matched)
+        message, matched = _explain(exc, tb), isinstance(exc, CheckFailed) and exc.matched
+        if _recorder is not None:
+            _recorder.failed(self.what, _signature(exc))
+        elif not matched:
+            # Failing as a known mistake fails (the same exception, the same message) names it, but proves no work:
+            # the numbers are what count as evidence (has_evidence).
+            named = _named(self.what, _signature(exc))
+            message = f"{message}. {named}" if named else message
+        self.owner.record(self.what, self.points, message, notes, self.kind, matched=matched)
         return True
 
 
@@ -278,8 +288,53 @@ def expect_close(actual, expected, what, atol):
                           f"expected {fmt(expected[index].item())}")
 
 
+def expect_dropout(actual, kept, p, what, before="X + P"):
+    """``actual`` is dropout with probability ``p`` applied to ``kept`` (what the entries are before dropout, called
+    ``before`` in the messages): every entry 0 or ``kept / (1 - p)``, and about a fraction ``p`` of them 0.
+
+    Which entries are zeroed is random; the messages are not (they say what the entries that were not zeroed are,
+    never which or how many were zeroed), so the same mistake fails the same way on every run and every machine.
+    """
+    expect_shape(actual, kept.shape, what)
+    actual = actual.detach().cpu().to(torch.float64)
+    kept = kept.detach().cpu().to(torch.float64)
+    if not bool(torch.isfinite(actual).all()):
+        raise CheckFailed(f"{what} contains NaN or inf")
+    zero = actual == 0
+    ratio = actual[~zero] / kept[~zero]             # what dropout multiplied the surviving entries by
+    scale = 1.0 / (1.0 - p)
+    if not bool(zero.any()) and bool(((ratio - 1).abs() <= 1e-6).all()):
+        raise CheckFailed(f"{what}: no entry is 0 and the others are {before} unchanged: dropout does nothing "
+                          f"in train mode (apply the module's nn.Dropout(dropout) to {before})")
+    if ratio.numel() and float(ratio.max() - ratio.min()) > 1e-4 * float(ratio.abs().max()):
+        raise CheckFailed(f"{what}: the entries that are not 0 are not {before} times one number: dropout must "
+                          f"act on {before} itself, after it is computed")
+    if ratio.numel() and abs(float(ratio[0]) - scale) > 1e-4 * scale:
+        raise CheckFailed(f"{what}: the entries that are not 0 are {before} times {fmt(float(ratio[0]))}, expected "
+                          f"times 1 / (1 - dropout) = {fmt(scale)}: does the module use its dropout argument?")
+    fraction = float(zero.double().mean())
+    if abs(fraction - p) > 0.1:
+        raise CheckFailed(f"{what}: a fraction {fraction:.2f} of the entries are 0, expected about dropout = {fmt(p)}")
+
+
 WORKED = os.path.join(os.path.dirname(__file__), "worked")
-_recording = None          # {key: array}: set by the instructor's tools while they write the worked cases
+_recorder = None           # a _Recorder while the instructor's tools write the worked cases (never in a notebook)
+
+
+class _Recorder:
+    """What the visible checks meet while the instructor's grader runs them on the reference and on each known
+    mistake to write ``attnkit/worked/`` (the catalogue's ``write_worked``): ``values`` {key: the
+    numbers expect_worked got}, ``failures`` {what: how the check failed}. ``reference``: the reference's values,
+    against which a mistake's numbers are compared as a student's would be, so that a check fails where it would
+    fail in a notebook (and the checks after it in the same block are not reached)."""
+
+    def __init__(self, reference=None):
+        self.values, self.failures, self.reference = {}, {}, reference
+
+    def failed(self, what, signature):
+        if what in self.failures:
+            raise ValueError(f"two visible checks are called {what!r}: a check's name must be unique")
+        self.failures[what] = signature
 
 
 @functools.lru_cache(maxsize=None)
@@ -289,6 +344,41 @@ def _worked(assignment):
         raise FileNotFoundError(f"no worked cases for {assignment!r} in {WORKED}: reinstall attention-kit")
     with open(path, encoding="utf-8") as file:
         return json.load(file)
+
+
+@functools.lru_cache(maxsize=None)
+def _failures():
+    """{what: [{"bugs", "says", "failure"}, ...]}: how each known mistake makes each visible check fail, for every
+    assignment shipped (a check's name is unique across the course)."""
+    found = {}
+    for name in sorted(os.listdir(WORKED)) if os.path.isdir(WORKED) else ():
+        if name.endswith(".json"):
+            found.update(_worked(name[:-len(".json")]).get("checks", {}))
+    return found
+
+
+def _signature(exc):
+    """How a check failed, as a student's check and a known mistake's are compared: a CheckFailed's message, or an
+    exception's type and first line without where it was raised (line numbers differ from one answer to another);
+    None for NotImplementedError: an answer not written yet is no mistake."""
+    if isinstance(exc, NotImplementedError):
+        return None
+    if isinstance(exc, CheckFailed):
+        return str(exc)
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
+
+
+def _named(what, signature):
+    """The sentence naming the known mistakes that make the check ``what`` fail exactly so ('' when none does)."""
+    groups = [group for group in _failures().get(what, []) if signature is not None and group["failure"] == signature]
+    if not groups:
+        return ""
+    bugs = [bug for group in groups for bug in group["bugs"]]
+    says = "; or ".join(group["says"] for group in groups)
+    if len(bugs) == 1:
+        return f"Your code fails here exactly as a known mistake does: {says}"
+    return f"Your code fails here exactly as each of these known mistakes does (they agree here): {says}"
 
 
 def _known_mistakes(actual, variants, atol):
@@ -306,24 +396,40 @@ def _known_mistakes(actual, variants, atol):
     return found
 
 
+def _compare(actual, expected, what, atol, shipped):
+    """``actual`` equals ``expected``: exactly when ``atol`` is 0 (numbers ``shipped`` as float64 are read in
+    ``actual``'s dtype), else within ``atol``."""
+    if atol:
+        return expect_close(actual, expected, what, atol)
+    if shipped and isinstance(actual, torch.Tensor):
+        expected = expected.to(actual.dtype)
+    return expect_equal(actual, expected, what)
+
+
 def expect_worked(actual, key, what, atol=1e-4, expected=None):
-    """``actual`` equals the worked case ``key`` ("assignment/case") within ``atol``; when it does not but
-    equals what a known mistake gives on the same inputs, the message names the mistake.
+    """``actual`` equals the worked case ``key`` ("assignment/case") within ``atol`` (exactly when it is 0); when it
+    does not but equals what a known mistake gives on the same inputs, the message names the mistake.
 
     The expected numbers (unless the cell computes them by hand: ``expected``) and the mistakes' numbers
     ship with attnkit (``attnkit/worked/``); the inputs are built in the test cell from fixed seeds, the
     same on every machine.
     """
-    if _recording is not None:
-        _recording[key] = actual.detach().cpu().to(torch.float64).tolist() \
-            if isinstance(actual, torch.Tensor) else None
-        return
     assignment, _, case = key.partition("/")
-    entry = _worked(assignment)[case]
-    if expected is None:
+    shipped = expected is None
+    if _recorder is not None:
+        _recorder.values[key] = actual.detach().cpu().to(torch.float64).tolist() \
+            if isinstance(actual, torch.Tensor) else None
+        if shipped:
+            if _recorder.reference is None or _recorder.reference.get(key) is None:
+                return                          # the reference itself is being recorded
+            expected = torch.tensor(_recorder.reference[key], dtype=torch.float64)
+        _compare(actual, expected, what, atol, shipped)
+        return
+    entry = _worked(assignment)["cases"][case]
+    if shipped:
         expected = torch.tensor(entry["expected"], dtype=torch.float64)
     try:
-        expect_close(actual, expected, what, atol)
+        _compare(actual, expected, what, atol, shipped)
     except CheckFailed as failure:
         found = _known_mistakes(actual.detach().cpu().to(torch.float64), entry.get("variants", []), atol) \
             if isinstance(actual, torch.Tensor) and tuple(actual.shape) == tuple(expected.shape) else []
@@ -393,53 +499,3 @@ def load_table(destination, source):
     expect_shape(destination, source.shape, "the table to load into")
     with torch.no_grad():
         destination.copy_(source.to(destination.dtype))
-
-
-# ---------------------------------------------------------------------------------------------------
-# Memory: the largest block a computation allocates.
-
-class _LargestOutput(TorchDispatchMode):
-    """Records the largest storage (bytes) created by any PyTorch operator while active."""
-
-    @classmethod
-    def _should_skip_dynamo(cls):
-        # TorchDispatchMode wraps a subclass's __torch_dispatch__ in torch._disable_dynamo unless this
-        # says False; the wrapper imports torch._dynamo on the first call, about 1 s of CPU in every
-        # kernel that measures memory, for a mode that is never compiled. If a later torch drops the
-        # hook, this method is simply never called and the import comes back (slower, same result).
-        return False
-
-    def __init__(self, inputs):
-        super().__init__()
-        self.largest = 0
-        self.seen = {t.untyped_storage().data_ptr() for t in inputs}
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        for t in out if isinstance(out, (tuple, list)) else (out,):
-            if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in self.seen:
-                self.largest = max(self.largest, t.untyped_storage().nbytes())
-        return out
-
-
-def largest_allocation(function, *args):
-    """Run ``function(*args)`` without autograd; return (result, bytes of the largest new tensor storage).
-
-    Views (reshape, expand, slicing) share their input's storage and cost nothing; every operator that
-    produces a new tensor counts with its full storage size.
-    """
-    inputs = [a for a in args if isinstance(a, torch.Tensor)]
-    recorder = _LargestOutput(inputs)
-    with torch.no_grad(), recorder:
-        result = function(*args)
-    return result, recorder.largest
-
-
-def human_bytes(n):
-    """A byte count for people: '16.8 MB'."""
-    if n < 1000:
-        return f"{int(n)} B"
-    for unit in ("kB", "MB", "GB"):
-        n /= 1000.0
-        if n < 1000 or unit == "GB":
-            return f"{n:.3g} {unit}"

@@ -57,7 +57,8 @@ class Spec:
     key: str = ""              # short unique id of the check (the probe's name unless a probe has several)
     kind: str = "values"
     hidden: bool = False
-    diagnose: bool = True      # compare a failed result with the catalogue's variants (off: too costly)
+    diagnose: object = True    # compare a failed result with the catalogue's variants; "cell": only with those
+                               # that earlier checks of its cell matched (a costly probe); False: never
 
     def __post_init__(self):
         if self.kind not in KINDS:

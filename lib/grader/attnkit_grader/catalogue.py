@@ -9,12 +9,14 @@ process, the variant of the reference that carries it:
 and compares: a test cell where the bug loses points at grading but every visible check passed is false
 reassurance; a visible check failing for a correct solution is a false alarm. ``write_worked`` records
 the numbers of the visible worked cases (``attnkit.checking.expect_worked``) for the reference and every
-variant into the student package (``attnkit/worked/<assignment>.json``): numbers, never code.
+variant, and how each variant makes each visible check fail, into the student package
+(``attnkit/worked/<assignment>.json``): numbers and messages, never code.
 
     python -m attnkit_grader.catalogue [--write-worked] [--seed N] [ASSIGNMENT ...]
 
 prints one line per bug (points kept per cell, the visible checks that failed, whether the feedback
-names it) and the figures: catalogue size, false reassurance, false alarms, diagnosis rate.
+names it) and the figures: catalogue size, false reassurance, false alarms, diagnosis rate, and per cell
+where a bug loses points whether the notebook's checks and the feedback page name it.
 """
 
 import argparse
@@ -194,6 +196,10 @@ class Outcome:
     failed: dict                          # {grade_id: [id of each failed check at grading]}
     visible_failed: dict                  # {grade_id: [what of each failed visible check]}
     messages: list = field(default_factory=list)     # every failure message at grading
+    # {grade_id: [(check, kind, message)]} of the failed checks: visible ones in the notebook (check: what it
+    # checks), and at grading, the feedback page's (check: its id)
+    notebook: dict = field(default_factory=dict)
+    feedback: dict = field(default_factory=dict)
 
     @property
     def lost(self):
@@ -204,13 +210,29 @@ class Outcome:
         """Cells where the bug loses points at grading but the student saw every check pass."""
         return [g for g in self.lost if not self.visible_failed.get(g)]
 
+    def names(self, message):
+        """True if ``message`` names the bug: its explanation, or the words of the structural check that catches it."""
+        words = [self.bug.says] + ([self.bug.named_by] if self.bug.named_by else []) if self.bug else []
+        return any(word in message for word in words)
+
     @property
     def named(self):
         """True if the feedback at grading names the bug (its explanation appears in a message)."""
-        if self.bug is None:
-            return False
-        words = [self.bug.says] + ([self.bug.named_by] if self.bug.named_by else [])
-        return any(w in message for w in words for message in self.messages)
+        return any(self.names(message) for message in self.messages)
+
+    def named_in(self, side):
+        """{grade_id: whether a failed check of the cell names the bug} on ``side`` ("notebook" or "feedback"), for
+        every cell where the bug loses points at grading."""
+        failures = getattr(self, side)
+        return {g: any(self.names(message) for _, _, message in failures.get(g, ())) for g in self.lost}
+
+    @property
+    def unnamed(self):
+        """[(side, grade_id, check, message)] of the failed checks of the values that do not name the bug: each such
+        check's numbers (or its exception, or its message) are this bug's, so each should say so."""
+        return [(side, g, check, message) for side in ("notebook", "feedback")
+                for g, failures in getattr(self, side).items() for check, kind, message in failures
+                if kind == "values" and not self.names(message)]
 
 
 def outcome(assignment, bug, seed=SEED, root=None):
@@ -226,41 +248,62 @@ def outcome(assignment, bug, seed=SEED, root=None):
         failed={g: [ids[g][i] for i, c in enumerate(checks) if not c.passed] for g, checks in verdicts.items()},
         visible_failed={g: [what for what, points, message, _ in c.results if message is not None]
                         for g, c in seen.items()},
-        messages=[c.text() for checks in verdicts.values() for c in checks if not c.passed])
+        messages=[c.text() for checks in verdicts.values() for c in checks if not c.passed],
+        notebook={g: [(what, kind, message) for what, _, message, kind in c.results if message is not None]
+                  for g, c in seen.items()},
+        feedback={g: [(c.id, c.kind, c.text()) for c in checks if not c.passed and not c.text().startswith(
+            engine.UNSUPPORTED)] for g, checks in verdicts.items()})
 
 
 def write_worked(assignment, root=None):
-    """Record the worked cases of the visible checks for the reference and every bug; write the JSON."""
+    """Run the visible checks on the reference and on every bug, as a student would (a check stops at its first
+    failure); write the JSON of the worked cases' numbers and of how each bug makes each check fail."""
+    manifest = registry.get(assignment)
+    catalogued = variants.bugs(manifest)
     recorded = {}
-    for bug in [None, *variants.bugs(registry.get(assignment))]:
-        checking._recording = {}
+    for bug in [None, *catalogued]:
+        checking._recorder = checking._Recorder(None if bug is None else recorded[None].values)
         try:
-            visible(assignment, variants.variant(registry.get(assignment), bug), root)
-            recorded[bug] = checking._recording
+            visible(assignment, variants.variant(manifest, bug), root)
+            recorded[bug] = checking._recorder
         finally:
-            checking._recording = None
+            checking._recorder = None
     cases = {}
-    for key, expected in sorted(recorded[None].items()):
+    for key, expected in sorted(recorded[None].values.items()):
         case = key.partition("/")[2]
         groups = []
-        for bug in variants.bugs(registry.get(assignment)):
-            values = recorded[bug].get(key)
+        for bug in catalogued:
+            values = recorded[bug].values.get(key)
             if values is None or values == expected:
                 continue
-            for group in groups:
-                if group["values"] == values:
-                    group["bugs"].append(bug.name)
-                    group["says"] += f"; or {bug.says}"
-                    break
-            else:
-                groups.append({"bugs": [bug.name], "says": bug.says, "values": values})
+            _group(groups, bug, "values", values)
         cases[case] = {"expected": expected, "variants": groups}
+    checks = {}
+    for what in sorted({what for bug in catalogued for what in recorded[bug].failures} - set(recorded[None].failures)):
+        groups = []
+        for bug in catalogued:
+            failure = recorded[bug].failures.get(what)
+            if failure is not None:          # None: it passed, or stopped at an answer not written
+                _group(groups, bug, "failure", failure)
+        if groups:
+            checks[what] = groups
     path = Path(checking.WORKED) / f"{assignment}.json"
     path.parent.mkdir(exist_ok=True)
-    text = json.dumps(cases, indent=None, separators=(",", ":"), sort_keys=True)
+    text = json.dumps({"cases": cases, "checks": checks}, indent=None, separators=(",", ":"), sort_keys=True)
     path.write_text(_rounded(text) + "\n", encoding="utf-8")
     checking._worked.cache_clear()
+    checking._failures.cache_clear()
     return path
+
+
+def _group(groups, bug, field, value):
+    """Add ``bug`` to the group of ``groups`` whose ``field`` equals ``value`` (bugs that agree are named together)."""
+    for group in groups:
+        if group[field] == value:
+            group["bugs"].append(bug.name)
+            group["says"] += f"; or {bug.says}"
+            return
+    groups.append({"bugs": [bug.name], "says": bug.says, field: value})
 
 
 def _rounded(text):
@@ -344,7 +387,8 @@ def main(argv=None):
             print(f"# {assignment}\n{expected_table(assignment, args.seed)}")
         return 0
     names = args.assignments or [a for a in registry.assignments() if registry.get(a).bugs]
-    totals = {"bugs": 0, "reassured": 0, "alarms": 0, "named": 0}
+    totals = {"bugs": 0, "reassured": 0, "alarms": 0, "named": 0, "cells": 0, "notebook": 0, "feedback": 0,
+              "unnamed": 0}
     for assignment in names:
         if args.write_worked:
             print(f"wrote {write_worked(assignment)}")
@@ -365,10 +409,21 @@ def main(argv=None):
                 flags.append(f"FALSE REASSURANCE in {', '.join(result.reassured)}")
             if result.lost and not result.named:
                 flags.append("not named")
+            in_notebook, on_feedback = result.named_in("notebook"), result.named_in("feedback")
+            for side, named in (("the notebook", in_notebook), ("the feedback", on_feedback)):
+                missing = [g for g, yes in named.items() if not yes]
+                if missing:
+                    flags.append(f"not named in {side} in {', '.join(missing)}")
+            for side, grade_id, check, message in result.unnamed:
+                flags.append(f"{side} check '{check}' fails without naming it")
             print(f"  {bug.name:28s} {kept}{'  <- ' + '; '.join(flags) if flags else ''}")
             totals["bugs"] += 1
             totals["reassured"] += bool(result.reassured)
             totals["named"] += result.named or not result.lost
+            totals["cells"] += len(result.lost)
+            totals["notebook"] += sum(in_notebook.values())
+            totals["feedback"] += sum(on_feedback.values())
+            totals["unnamed"] += len(result.unnamed)
         totals["alarms"] += sum(len(f) for f in alarms.values())
     if args.validate:
         import tempfile
@@ -382,6 +437,9 @@ def main(argv=None):
         print(f"\nnbgrader validate: {lies} cells misreported")
     print(f"\ncatalogue: {totals['bugs']} bugs; false reassurance: {totals['reassured']} bugs; false alarms: "
           f"{totals['alarms']}; named by the feedback: {totals['named']}/{totals['bugs']}")
+    print(f"cells where a bug loses points: {totals['cells']}; the bug named there in the notebook: "
+          f"{totals['notebook']}/{totals['cells']}, on the feedback page: {totals['feedback']}/{totals['cells']}; "
+          f"failed checks of the values that do not name their bug: {totals['unnamed']}")
     return 0
 
 

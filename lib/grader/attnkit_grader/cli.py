@@ -33,6 +33,7 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook
 
+from . import offline
 from .course import Course
 from .exchange import TOLERANCE, collect, release_feedback
 from .pipeline import GRADERS, demo, grade
@@ -226,10 +227,12 @@ def run_collect(args):
 
 def run_release_feedback(args):
     course = Course(args.root or Path.cwd())
-    released, skipped = release_feedback(course, args.assignment, exchange_of(course, args))
+    released, skipped, typeset = release_feedback(course, args.assignment, exchange_of(course, args))
     print(f"{args.assignment}: feedback released to {', '.join(released) or 'nobody'}")
     for line in skipped:
         print(f"  no feedback for {line}")
+    if not typeset:
+        print(f"  warning: the pages show their formulas as TeX: MathJax was not found ({offline.WHERE})")
     return 0
 
 

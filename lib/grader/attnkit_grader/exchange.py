@@ -23,7 +23,8 @@ whatever language, the latest is copied into ``submitted/STUDENT/ASSIGNMENT/`` (
 there), with ``timestamp.txt`` rewritten from the file system's time: that is the time the grader's late
 penalty reads. Refused hand-ins stay in the exchange, listed with their reasons.
 
-``release-feedback`` is ``nbgrader generate_feedback`` then ``nbgrader release_feedback``, with the two
+``release-feedback`` is ``nbgrader generate_feedback`` then ``nbgrader release_feedback``, the pages made
+complete offline in between (:mod:`.offline`: formulas typeset to SVG, no script, no request), with the two
 files nbgrader's release step reads from each feedback folder (``timestamp.txt`` and
 ``submission_secret.txt``, which names the page in the exchange) put there from submitted/: the sandboxed
 grader's autograded copies hold only the notebook, so plain nbgrader would stop at the first student.
@@ -42,7 +43,7 @@ from pathlib import Path
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.utils import parse_utc
 
-from . import editions
+from . import editions, offline
 from .course import use_venv_tools
 from .files import remove
 from .releases import NbgraderError
@@ -171,15 +172,18 @@ def due_date(course, assignment):
 
 
 def release_feedback(course, assignment, exchange_root):
-    """Feedback pages of ``assignment`` generated and released to ``exchange_root``; returns
-    ({student: page}, [students without a page, with why]). Raises NbgraderError when nbgrader fails."""
+    """Feedback pages of ``assignment`` generated, made complete offline (:mod:`.offline`: formulas typeset, no
+    script, no request) and released to ``exchange_root``; returns ({student: page}, [students without a page,
+    with why], whether every formula was typeset). Raises NbgraderError when nbgrader fails."""
     course.check_assignments([assignment])
     if not (Path(exchange_root) / course.course_id).is_dir():
         raise FileNotFoundError(f"exchange: no course folder {Path(exchange_root) / course.course_id}")
     api = course.api(**{"Exchange.root": str(exchange_root)})
     nbgrader_step(api.generate_feedback(assignment), "generate_feedback")
+    pages = sorted(course.step_dir("feedback").glob(f"*/{assignment}/*.html"))
+    typeset = offline.finish_files(pages)
     released, skipped = {}, []
-    for page in sorted(course.step_dir("feedback").glob(f"*/{assignment}/*.html")):
+    for page in pages:
         student = page.parent.parent.name
         submitted = course.assignment_dir("submitted", assignment, student)
         if not (submitted / SECRET).is_file() or recorded_time(submitted) is None:
@@ -190,7 +194,7 @@ def release_feedback(course, assignment, exchange_root):
             shutil.copyfile(submitted / name, page.parent / name)
         released[student] = page
     nbgrader_step(api.release_feedback(assignment), "release_feedback")
-    return released, skipped
+    return released, skipped, typeset
 
 
 def nbgrader_step(result, name):

@@ -4,10 +4,14 @@ A page shows, per graded cell, the points, and for autograded cells every check 
 decided (passed or not, its points, the message saying what to fix). The source of the hidden tests
 is never shown, and the grader never reads it; the release's visible test cells can be shown on
 request (``show_tests``), as students already have them. Everything that came from the student's
-run (error messages, reasons) is escaped by jinja2's autoescaping: it is untrusted text.
+run (error messages, reasons) is escaped by jinja2's autoescaping: it is untrusted text. Like nbgrader's pages
+once :mod:`.offline` has finished them, the page needs no script and no request (its Content-Security-Policy
+allows none) and its lines wrap.
 """
 
 import jinja2
+
+from . import offline
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
@@ -15,8 +19,9 @@ h1 { font-size: 1.5rem; } h2 { font-size: 1.15rem; margin-top: 2rem; border-bott
 table { border-collapse: collapse; width: 100%; } td, th { padding: .3rem .5rem; vertical-align: top;
   border-bottom: 1px solid #eee; text-align: left; }
 td.mark { width: 1.5rem; font-weight: bold; } .pass { color: #18794e; } .fail { color: #b42318; }
-td.points { white-space: nowrap; text-align: right; } .message { color: #555; font-size: .92rem; }
-pre { background: #f6f8fa; padding: .6rem; overflow-x: auto; font-size: .85rem; }
+td.points { white-space: nowrap; text-align: right; }
+.message { color: #555; font-size: .92rem; overflow-wrap: anywhere; }
+pre { background: #f6f8fa; padding: .6rem; white-space: pre-wrap; overflow-wrap: anywhere; font-size: .85rem; }
 .note { background: #fff8e1; padding: .5rem .8rem; border-left: 4px solid #f0b400; }
 """
 
@@ -31,7 +36,8 @@ def number(value):
 TEMPLATE = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
                               lstrip_blocks=True).from_string("""<!DOCTYPE html>
 <html lang="en">
-<head><meta charset="utf-8"><title>{{ assignment }} – feedback for {{ student }}</title>
+<head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="{{ policy }}">
+<title>{{ assignment }} – feedback for {{ student }}</title>
 <style>{{ style }}</style></head>
 <body>
 <h1>{{ assignment }}: feedback for {{ student }}</h1>
@@ -82,6 +88,6 @@ def page(result, cells, show_tests=False, translate=None):
                         "passed": c.passed, "message": c.text(translate)} for c in checks],
         })
     return TEMPLATE.render(
-        assignment=result.assignment, student=result.student, style=STYLE,
+        assignment=result.assignment, student=result.student, style=STYLE, policy=offline.POLICY,
         earned=number(sum(scores.get(g) or 0.0 for g, _ in auto)), top=number(sum(m for _, m in auto)),
         manual=[g for g, kind, _, _ in cells if kind == "written"], issues=result.issue_texts(translate), cells=shown)

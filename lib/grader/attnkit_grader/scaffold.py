@@ -20,7 +20,7 @@ authors says how (site/pages/en/guide/authors.md).
 import json
 from pathlib import Path
 
-from . import editions
+from . import editions, run_all
 from .authoring import NAME
 
 UNTRANSLATED = {"attnkit": {"untranslated": True}}       # notebook metadata of a copy awaiting its translator
@@ -88,6 +88,7 @@ def notebook(name, title):
                                                            "language": "python", "name": "python3"},
                                             "language_info": {"name": "python"}},
                "nbformat": 4, "nbformat_minor": 5}
+    run_all.tag(content)                  # the answer and test cells: Run All goes past their errors
     return json.dumps(content, indent=1, ensure_ascii=False) + "\n"
 
 

@@ -74,15 +74,15 @@ EXPECTED = {
         "pe_trainable pe_gradient pe_gradient_random"),
     'table_detached': ({'test_pe_table': 1.25},
         "pe_gradient pe_gradient_random"),
-    'table_not_sliced': ({'test_pe_table': 0, 'test_pe_forward': 0},
+    'table_not_sliced': ({'test_pe_table': 0, 'test_pe_forward': 1},
         "pe_parameters pe_default pe_trainable pe_train_output pe_gradient pe_gradient_random "
         "pe_train_forward pe_shape pe_known_table pe_parity pe_dropout"),
-    'table_last_rows': ({'test_pe_table': 1, 'test_pe_forward': 0.5},
+    'table_last_rows': ({'test_pe_table': 1, 'test_pe_forward': 1.5},
         "pe_train_output pe_gradient pe_gradient_random pe_train_forward pe_known_table pe_parity pe_dropout"),
     'table_off_by_one': ({'test_pe_table': 1, 'test_pe_forward': 0.5},
-        "pe_train_output pe_gradient pe_gradient_random pe_train_forward pe_known_table pe_too_long pe_parity "
-        "pe_dropout"),
-    'input_scaled': ({'test_pe_table': 1.75, 'test_pe_forward': 0.5},
+        "pe_train_output pe_gradient pe_gradient_random pe_train_forward pe_known_table pe_edge pe_too_long "
+        "pe_parity pe_dropout"),
+    'input_scaled': ({'test_pe_table': 1.75, 'test_pe_forward': 1},
         "pe_train_output pe_train_forward pe_known_table pe_too_long pe_parity pe_dropout"),
     'dropout_before_add': ({'test_pe_forward': 3},
         "pe_dropout"),
@@ -92,7 +92,7 @@ EXPECTED = {
         "pe_train_output pe_gradient pe_gradient_random pe_train_forward pe_dropout"),
     'default_max_len': ({'test_pe_table': 1.75},
         "pe_default"),
-    'no_length_check': ({},
+    'no_length_check': ({'test_pe_forward': 3.5},
         "pe_too_long"),
 }
 

@@ -47,7 +47,8 @@ BUGS = [
         ((_CLIP, "return torch.clamp(cols - rows + max_distance, -max_distance, max_distance)"),)),
     Bug("index_int32",
         "the index is an int32 tensor; it selects table rows and must be int64 (torch.long)",
-        ((_CLIP, _CLIP + ".to(torch.int32)"),)),
+        ((_CLIP, "return (torch.clamp(cols - rows, -max_distance, max_distance) + max_distance).to(torch.int32)"),),
+        named_by="the index must be int64"),
     # RelativeMultiHeadAttention
     Bug("scale_num_hiddens",
         "the scores are divided by sqrt(num_hiddens) instead of sqrt(head_dim), the size of one head",
@@ -143,55 +144,52 @@ BUGS = [
 # note of issue 13). tests/test_bug_catalogue.py holds every bug to its row.
 EXPECTED = {
     'index_i_minus_j': ({'test_index': 1, 'test_rel_attention': 3.5},
-        "index_example index_saturation index_int64 attn_worked attn_empty_rows attn_gradient "
-        "attn_self_weights attn_self_parity attn_cross_parity attn_one_head"),
+        "index_example index_edge index_saturation attn_worked attn_empty_rows attn_one_head attn_gradient "
+        "attn_self_weights attn_self_parity attn_cross_parity"),
     'index_not_shifted': ({'test_index': 0.5, 'test_rel_attention': 1.25},
-        "index_example index_toeplitz index_saturation index_int64 attn_self_shape attn_cross_shape "
-        "attn_weights_shape attn_mask_batch attn_worked attn_empty_rows attn_gradient attn_dropout "
-        "attn_self_weights attn_self_parity attn_cross_parity attn_one_head attn_shift attn_mask_rows"),
+        "index_example index_edge index_toeplitz index_saturation attn_self_shape attn_cross_shape "
+        "attn_weights_shape attn_mask_batch attn_worked attn_empty_rows attn_one_head attn_gradient "
+        "attn_dropout attn_self_weights attn_self_parity attn_cross_parity attn_shift attn_mask_rows"),
     'index_not_clipped': ({'test_index': 1, 'test_rel_attention': 0},
-        "index_example index_saturation index_int64 attn_tables attn_self_shape attn_cross_shape "
-        "attn_weights_shape attn_defaults attn_mask_batch attn_worked attn_empty_rows attn_gradient "
-        "attn_dropout attn_self_weights attn_self_parity attn_cross_parity attn_zero_distance attn_one_head "
+        "index_example index_edge index_saturation attn_tables attn_self_shape attn_cross_shape "
+        "attn_weights_shape attn_defaults attn_mask_batch attn_worked attn_empty_rows attn_zero_distance "
+        "attn_one_head attn_gradient attn_dropout attn_self_weights attn_self_parity attn_cross_parity "
         "attn_shift attn_mask_rows"),
     'index_clipped_after_shift': ({'test_index': 1, 'test_rel_attention': 1.5},
-        "index_example index_saturation index_int64 attn_self_shape attn_cross_shape attn_weights_shape "
-        "attn_mask_batch attn_worked attn_empty_rows attn_gradient attn_dropout attn_self_weights "
-        "attn_self_parity attn_cross_parity attn_one_head attn_shift"),
-    'index_int32': ({'test_index': 0, 'test_rel_attention': 0},
-        "index_dtype index_example index_toeplitz index_saturation index_int64 attn_tables attn_self_shape "
-        "attn_cross_shape attn_weights_shape attn_defaults attn_mask_batch attn_worked attn_empty_rows "
-        "attn_gradient attn_dropout attn_self_weights attn_self_parity attn_cross_parity attn_zero_distance "
-        "attn_one_head attn_shift attn_mask_rows"),
+        "index_example index_edge index_saturation attn_self_shape attn_cross_shape attn_weights_shape "
+        "attn_mask_batch attn_worked attn_empty_rows attn_one_head attn_gradient attn_dropout "
+        "attn_self_weights attn_self_parity attn_cross_parity attn_shift"),
+    'index_int32': ({'test_index': 2.5},
+        "index_dtype"),
     'scale_num_hiddens': ({'test_rel_attention': 3.5},
-        "attn_worked attn_empty_rows attn_gradient attn_self_weights attn_self_parity attn_cross_parity "
-        "attn_zero_distance"),
+        "attn_worked attn_empty_rows attn_zero_distance attn_gradient attn_self_weights attn_self_parity "
+        "attn_cross_parity"),
     'scale_num_hiddens_no_root': ({'test_rel_attention': 3},
-        "attn_worked attn_empty_rows attn_gradient attn_self_weights attn_self_parity attn_cross_parity "
-        "attn_zero_distance attn_one_head"),
+        "attn_worked attn_empty_rows attn_zero_distance attn_one_head attn_gradient attn_self_weights "
+        "attn_self_parity attn_cross_parity"),
     'scale_missing': ({'test_rel_attention': 3},
-        "attn_worked attn_empty_rows attn_gradient attn_self_weights attn_self_parity attn_cross_parity "
-        "attn_zero_distance attn_one_head"),
+        "attn_worked attn_empty_rows attn_zero_distance attn_one_head attn_gradient attn_self_weights "
+        "attn_self_parity attn_cross_parity"),
     'scale_content_only': ({'test_rel_attention': 3.5},
-        "attn_worked attn_empty_rows attn_gradient attn_self_weights attn_self_parity attn_cross_parity "
-        "attn_one_head"),
+        "attn_worked attn_empty_rows attn_one_head attn_gradient attn_self_weights attn_self_parity "
+        "attn_cross_parity"),
     'relative_keys_missing': ({'test_rel_attention': 3.5},
-        "attn_worked attn_empty_rows attn_gradient attn_self_weights attn_self_parity attn_cross_parity "
-        "attn_one_head"),
+        "attn_worked attn_empty_rows attn_one_head attn_gradient attn_self_weights attn_self_parity "
+        "attn_cross_parity"),
     'relative_values_missing': ({'test_rel_attention': 3.5},
-        "attn_worked attn_empty_rows attn_gradient attn_self_parity attn_cross_parity attn_zero_distance "
-        "attn_one_head"),
+        "attn_worked attn_empty_rows attn_zero_distance attn_one_head attn_gradient attn_self_parity "
+        "attn_cross_parity"),
     'relative_rows_reversed': ({'test_rel_attention': 3.5},
-        "attn_worked attn_empty_rows attn_gradient attn_self_weights attn_self_parity attn_cross_parity "
-        "attn_one_head"),
+        "attn_worked attn_empty_rows attn_one_head attn_gradient attn_self_weights attn_self_parity "
+        "attn_cross_parity"),
     'softmax_wrong_axis': ({'test_rel_attention': 1.75},
-        "attn_weights_shape attn_mask_batch attn_worked attn_empty_rows attn_gradient attn_self_weights "
-        "attn_self_parity attn_cross_parity attn_zero_distance attn_one_head attn_shift attn_mask_rows"),
+        "attn_weights_shape attn_mask_batch attn_worked attn_empty_rows attn_zero_distance attn_one_head "
+        "attn_gradient attn_self_weights attn_self_parity attn_cross_parity attn_shift attn_mask_rows"),
     'heads_split_wrong': ({'test_rel_attention': 2.5},
-        "attn_mask_batch attn_worked attn_empty_rows attn_gradient attn_self_weights attn_self_parity "
-        "attn_cross_parity attn_zero_distance attn_shift attn_mask_rows"),
+        "attn_mask_batch attn_worked attn_empty_rows attn_zero_distance attn_gradient attn_self_weights "
+        "attn_self_parity attn_cross_parity attn_shift attn_mask_rows"),
     'valid_lens_ignored': ({'test_rel_attention': 4.75},
-        "attn_mask_batch attn_worked attn_empty_rows attn_cross_parity attn_zero_distance attn_mask_rows"),
+        "attn_mask_batch attn_worked attn_empty_rows attn_zero_distance attn_cross_parity attn_mask_rows"),
     'empty_rows_nan': ({'test_rel_attention': 7.75},
         "attn_empty_rows"),
     'dropout_on_output': ({'test_rel_attention': 7.5},
@@ -204,8 +202,8 @@ EXPECTED = {
         "attn_gradient"),
     'tables_num_hiddens_wide': ({'test_rel_attention': 0.75},
         "attn_tables attn_self_shape attn_cross_shape attn_weights_shape attn_mask_batch attn_worked "
-        "attn_empty_rows attn_gradient attn_dropout attn_self_weights attn_self_parity attn_cross_parity "
-        "attn_zero_distance attn_shift attn_mask_rows"),
+        "attn_empty_rows attn_zero_distance attn_gradient attn_dropout attn_self_weights attn_self_parity "
+        "attn_cross_parity attn_shift attn_mask_rows"),
     'bias_default_true': ({'test_rel_attention': 7.75},
         "attn_defaults"),
     'skew_pad_right': ({'test_skew': 1.5, 'test_causal': 1.75},

@@ -81,17 +81,21 @@ def _check_causal_parity(case, got):
         close(out, out64, tolerance(out32, out64), what)
 
 
+_WORKED_WHAT = {("weights", ""): "{function}: weights", ("output", ""): "{function}: output",
+                ("weights", "_one"): "{function}: weights for L = 1 (an edge case)",
+                ("output", "_one"): "{function}: output for L = 1 (an edge case)"}
+
+
 def _check_causal_worked(case, got):
+    """Both versions on the small case, then on L = 1 (an edge case: one query, which sees only itself)."""
     a = case["arrays"]
-    output_shape, weights_shape = _causal_shapes(a)
-    (out64, w64), (out32, w32) = _causal_reference(a)
-    for version in ("naive", "skewed"):
-        what = sentence("{function}: weights", function=_NAMES[version])
-        weights = got.floats(f"{version}_weights", weights_shape, what)
-        close(weights, w64, tolerance(w32, w64), what)
-        what = sentence("{function}: output", function=_NAMES[version])
-        out = got.floats(f"{version}_output", output_shape, what)
-        close(out, out64, tolerance(out32, out64), what)
+    for suffix in ("", "_one") if "queries_one" in a else ("",):
+        output_shape, weights_shape = _causal_shapes(a, suffix)
+        (out64, w64), (out32, w32) = _causal_reference(a, suffix)
+        for version in ("naive", "skewed"):
+            for part, shape, want, own in (("weights", weights_shape, w64, w32), ("output", output_shape, out64, out32)):
+                what = sentence(_WORKED_WHAT[part, suffix], function=_NAMES[version])
+                close(got.floats(f"{version}_{part}{suffix}", shape, what), want, tolerance(own, want), what)
 
 
 def _memory_reference_rows(arrays, rows, dtype):

@@ -41,14 +41,14 @@ def submissions(kit):
         "bug_num_hiddens_scale": (bug("attention_answer", "scores = scores / math.sqrt(head_dim)",
                                       "scores = scores / queries.shape[-1]                            # divides by num_hiddens"),
                                   {"test_rel_attention": 3.0}, ("Sam", "Scale")),
-        # index: small case -1, saturation -0.5, parity -0.5; the numbers are a known mistake's (i - j),
+        # index: small case -1, edge cases -0.5, saturation -0.5; the numbers are a known mistake's (i - j),
         # so dtype and Toeplitz count: 1; attention: every comparison that sees the sign fails (worked 1,
         # empty rows 0.25, gradient 0.5, self-attention 1.25, cross 1, one head 0.5): 3.5
         "bug_sign_flip": (bug("index_answer",
                               "offsets = torch.arange(num_keys)[None, :] - torch.arange(num_queries)[:, None]",
                               "offsets = torch.arange(num_queries)[:, None] - torch.arange(num_keys)[None, :]"),
                           {"test_index": 1.0, "test_rel_attention": 3.5}, ("Simone", "Sign")),
-        # index: small case -1, saturation -0.5, parity -0.5, matching the catalogue's unclipped index:
+        # index: small case -1, edge cases -0.5, saturation -0.5, matching the catalogue's unclipped index:
         # dtype and Toeplitz count (1); attention: rows j - i + k fall outside the table once |j - i| > k,
         # so every check that calls forward fails (IndexError from nn.Embedding, which the catalogue's
         # variant does not raise in the same words): the table shapes alone count for nothing, 0

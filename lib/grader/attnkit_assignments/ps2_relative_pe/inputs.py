@@ -35,7 +35,8 @@ def make_inputs(rng, memory_length=MEMORY_LENGTH, memory_head_dim=MEMORY_HEAD_DI
 
     inputs = {}
     # relative_position_index: each case keeps the structure of a hidden-test case (clipping on both
-    # sides, k = 0, k beyond every distance, one query, rectangular both ways), sizes drawn at random.
+    # sides, k = 0, k beyond every distance, one query, rectangular both ways), sizes drawn at random; the
+    # empty sizes only in the check of the edges.
     inputs["index_dtype"] = {"arrays": {}, "params": {"cases": [[integer(2, 6), integer(3, 8), integer(1, 3)]]}}
     example = [[4, 6, 2]]
     for _ in range(3):
@@ -43,11 +44,15 @@ def make_inputs(rng, memory_length=MEMORY_LENGTH, memory_head_dim=MEMORY_HEAD_DI
         n = n + 1 if n == q else n
         example.append([q, n, integer(1, max(1, min(q, n) - 2))])
     inputs["index_example"] = {"arrays": {}, "params": {"cases": example}}
+    # The edges, each a check of its own in the notebook too: no query, no key, k = 0, one query, k beyond
+    # every distance.
+    edges = [[0, integer(1, 6), integer(0, 3)], [integer(1, 6), 0, integer(0, 3)], [integer(2, 6), integer(2, 6), 0],
+             [1, integer(2, 8), integer(1, 3)], [integer(2, 5), integer(2, 5), integer(6, 12)]]
+    inputs["index_edge"] = {"arrays": {}, "params": {"cases": edges}}
     L = integer(5, 9)
     cases = [[1, 1, 0], [L, L, integer(1, L - 3)], [integer(2, 4), integer(6, 10), integer(1, 2)],
              [integer(7, 10), integer(2, 4), integer(3, 5)], [integer(3, 8), integer(3, 8), 0],
-             [integer(2, 6), integer(5, 10), integer(11, 25)], [integer(10, 14), integer(8, 12), integer(2, 4)],
-             [0, integer(1, 4), integer(0, 2)], [integer(1, 4), 0, integer(0, 2)]]
+             [integer(2, 6), integer(5, 10), integer(11, 25)], [integer(10, 14), integer(8, 12), integer(2, 4)]]
     inputs["index_cases"] = {"arrays": {}, "params": {"cases": cases}}
 
     # RelativeMultiHeadAttention: the sizes of the notebook's checks (every length exceeds k + 1, so a
@@ -134,7 +139,8 @@ def make_inputs(rng, memory_length=MEMORY_LENGTH, memory_head_dim=MEMORY_HEAD_DI
 
     # skew
     inputs["skew_shape"] = {"arrays": {"X": normal(2, 3, 5, 5)}, "params": {}}
-    inputs["skew_example"] = {"arrays": {"example": np.arange(16.0).reshape(4, 4), "random": normal(4, 4)},
+    inputs["skew_example"] = {"arrays": {"example": np.arange(16.0).reshape(4, 4), "random": normal(4, 4),
+                                         "one": normal(1, 1)},
                               "params": {}}
     inputs["skew_gather"] = {"arrays": {f"L{L}": normal(3, L, L) for L in (1, 2, 7, 32)}, "params": {}}
     inputs["skew_unchanged"] = {"arrays": {"X": normal(2, 6, 6)}, "params": {}}
@@ -148,7 +154,8 @@ def make_inputs(rng, memory_length=MEMORY_LENGTH, memory_head_dim=MEMORY_HEAD_DI
     for name in ("causal_shapes", "causal_skewed_mask", "causal_agree"):
         inputs[name] = {"arrays": causal(6), "params": {}}
     inputs["causal_worked"] = {"arrays": {"queries": normal(2, 4, 3), "keys": normal(2, 4, 3),
-                                          "values": normal(2, 4, 5), "rel_k": normal(4, 3)}, "params": {}}
+                                          "values": normal(2, 4, 5), "rel_k": normal(4, 3),
+                                          **causal(1, "_one", value_dim=5)}, "params": {}}
     for name in ("causal_naive_parity", "causal_skewed_parity"):
         arrays = {}
         wide = integer(3, 12)

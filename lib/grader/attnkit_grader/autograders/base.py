@@ -28,6 +28,7 @@ from nbformat.warnings import MissingIDFieldWarning
 from sqlalchemy.exc import SAWarning
 from nbgrader.utils import is_grade, is_solution
 
+from .. import offline
 from ..precheck import first_line
 from ..release_cells import grade_id_of
 from ..results import Message, SubmissionResult, message
@@ -103,8 +104,11 @@ class NbgraderAutograder(Autograder):
         if not feedback["success"]:
             graded.add_issues([Message.make("feedback HTML could not be generated (see the log)")])
         else:
-            page = self.course.assignment_dir("feedback", job.assignment, job.student)
-            graded.feedback = str(next(iter(sorted(page.glob("*.html"))), page))
+            folder = self.course.assignment_dir("feedback", job.assignment, job.student)
+            pages = sorted(folder.glob("*.html"))
+            if not offline.finish_files(pages):          # complete offline: formulas typeset, no script
+                log += f"feedback: formulas left as TeX, MathJax was not found ({offline.WHERE})\n"
+            graded.feedback = str(next(iter(pages), folder))
         return graded, log
 
 

@@ -94,14 +94,17 @@ def _nested(outputs):
     return nested
 
 
-def _decide(assignment, spec, case, arrays, error):
+def _decide(assignment, spec, case, arrays, error, named=()):
     """One check: (passed, message, matched, mistakes) where ``message`` says why it failed (a Message),
     ``mistakes`` the names of the catalogued bugs whose numbers (or exception) a failed check of the values
-    matched, which the message then names, and ``matched`` whether those numbers prove work; never raises."""
+    matched, which the message then names, and ``matched`` whether those numbers prove work; never raises.
+    ``named``: the bugs earlier checks of the cell matched, the only ones a check with ``diagnose="cell"`` tries."""
+    among = [bug for bug in variants.bugs(assignment) if bug.name in named] if spec.diagnose == "cell" else None
     if error is not None:
         message = _with_hint(_explain_error(error), spec)
         try:
-            found = variants.diagnose_error(assignment, spec, case, error) if case and spec.kind == "values" else []
+            found = variants.diagnose_error(assignment, spec, case, error, among) \
+                if case and spec.kind == "values" and among != [] else []
         except Exception:           # noqa: BLE001 - a diagnosis that cannot be made is no diagnosis
             found = []
         if found:                   # named, but an exception proves no work
@@ -127,7 +130,7 @@ def _decide(assignment, spec, case, arrays, error):
     if spec.kind != "values":
         return False, message, False, ()
     try:
-        found = variants.diagnose(assignment, spec, case, arrays, got.read)
+        found = variants.diagnose(assignment, spec, case, arrays, got.read, among) if among != [] else []
     except Exception:               # noqa: BLE001 - a diagnosis that cannot be made is no diagnosis
         found = []
     if not found:
@@ -151,10 +154,13 @@ def decide(assignment, inputs, outputs, probe_errors=None):
     outputs = _nested(outputs)
     errors = probe_errors if isinstance(probe_errors, dict) else {}
     inputs = inputs if isinstance(inputs, dict) else {}
-    decided = []
+    decided, named = [], {}
     for spec in assignment.checks:
         error = errors.get(spec.probe, errors.get("*"))          # "*": the whole outputs file was rejected
-        decided.append((spec, *_decide(assignment, spec, inputs.get(spec.probe), outputs.get(spec.probe), error)))
+        verdict = _decide(assignment, spec, inputs.get(spec.probe), outputs.get(spec.probe), error,
+                          named.get(spec.grade_id, ()))
+        named[spec.grade_id] = (*named.get(spec.grade_id, ()), *verdict[3])
+        decided.append((spec, *verdict))
     return decided
 
 

@@ -96,17 +96,18 @@ def informative(arrays):
                and np.unique(a[np.isfinite(a)] if a.dtype.kind == "f" else a).size > 1 for a in arrays)
 
 
-def diagnose(assignment, spec, entry, student, keys):
+def diagnose(assignment, spec, entry, student, keys, among=None):
     """The bugs whose variant gives the numbers the student's code gave, [Bug, ...] (empty: none).
 
     ``entry`` is the probe's inputs ({"arrays", "params"}), ``student`` the probe's outputs from the
-    student's code, ``keys`` the output keys the failed check read (only those are compared).
+    student's code, ``keys`` the output keys the failed check read (only those are compared); ``among``: the
+    bugs to try (default: the whole catalogue).
     """
     keys = [key for key in keys if key in student]
     if not keys or not spec.diagnose or not _ENABLED[-1]:
         return []
     found = []
-    for bug in bugs(assignment):
+    for bug in bugs(assignment) if among is None else among:
         outputs, errors = variant_run(assignment, bug, spec.probe, entry)
         theirs = outputs.get(spec.probe)
         if theirs is not None and all(_same(student[key], theirs.get(key)) for key in keys):
@@ -118,16 +119,17 @@ def diagnose(assignment, spec, entry, student, keys):
     return found
 
 
-def diagnose_error(assignment, spec, entry, error):
-    """The bugs whose variant raises the very exception (type and first line of the message) the
-    student's code raised on these inputs, [Bug, ...]; none for "not implemented"."""
+def diagnose_error(assignment, spec, entry, error, among=None):
+    """The bugs (of ``among``, default the whole catalogue) whose variant raises the very exception (type and
+    first line of the message) the student's code raised on these inputs, [Bug, ...]; none for "not
+    implemented"."""
     if not isinstance(error, str) or not spec.diagnose or not _ENABLED[-1] or \
             error.startswith(("NotImplementedError", "not run")):
         return []
     wanted = clip_message(error)
     missing = MISSING_NAME.match(wanted)
     found = []
-    for bug in bugs(assignment):
+    for bug in bugs(assignment) if among is None else among:
         if missing and missing.group(1) in variant(assignment, bug):
             continue                # a variant defining the name never raises "name ... is not defined" for it
         _, errors = variant_run(assignment, bug, spec.probe, entry)

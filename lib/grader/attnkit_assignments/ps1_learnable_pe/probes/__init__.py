@@ -91,6 +91,11 @@ def _pe_known_table(namespace, arrays, params):
     return {"output": _pe_forward(namespace, arrays, params, table=arrays["table"])}
 
 
+def _pe_edge(namespace, arrays, params):
+    """pe(X) in eval mode at the smallest sizes (num_hiddens = 1, max_len = n = 1), the given table loaded."""
+    return {"output": _pe_forward(namespace, arrays, params, table=arrays["table"])}
+
+
 def _pe_too_long(namespace, arrays, params):
     """pe(X) for n = max_len (must work), then n = max_len + 1: outcome 1 = ValueError, 0 = returned,
     2 = another exception."""
@@ -139,6 +144,7 @@ PROBES = [
     probe("pe_gradient", "test_pe_table", _pe_gradient),
     probe("pe_shape", "test_pe_forward", _pe_shape),
     probe("pe_known_table", "test_pe_forward", _pe_known_table),
+    probe("pe_edge", "test_pe_forward", _pe_edge),
     probe("pe_too_long", "test_pe_forward", _pe_too_long),
     probe("pe_parity", "test_pe_forward", _pe_parity),
     probe("pe_dropout", "test_pe_forward", _pe_dropout),

@@ -221,18 +221,21 @@ def _causal(namespace, which, arrays, suffix=""):
     return result
 
 
-def _causal_pair(namespace, arrays, params, which=("naive", "skewed")):
+def _causal_pair(namespace, arrays, params, which=("naive", "skewed"), suffix=""):
     result = {}
     for version in which:
-        output, weights = _causal(namespace, version, arrays)
-        result[f"{version}_output"] = floats(output, f"{_CAUSAL[version]}: output")
-        result[f"{version}_weights"] = floats(weights, f"{_CAUSAL[version]}: weights")
+        output, weights = _causal(namespace, version, arrays, suffix)
+        result[f"{version}_output{suffix}"] = floats(output, f"{_CAUSAL[version]}: output")
+        result[f"{version}_weights{suffix}"] = floats(weights, f"{_CAUSAL[version]}: weights")
     return result
 
 
 def _causal_both(namespace, arrays, params):
-    """Both versions on the same inputs: outputs and weights."""
-    return _causal_pair(namespace, arrays, params)
+    """Both versions on the same inputs: outputs and weights (and the same on the "_one" inputs when given)."""
+    result = _causal_pair(namespace, arrays, params)
+    if "queries_one" in arrays:
+        result.update(_causal_pair(namespace, arrays, params, suffix="_one"))
+    return result
 
 
 def _causal_skewed(namespace, arrays, params):
@@ -278,6 +281,7 @@ def _causal_memory(namespace, arrays, params):
 PROBES = [
     probe("index_dtype", "test_index", _index_cases),
     probe("index_example", "test_index", _index_cases),
+    probe("index_edge", "test_index", _index_cases),
     probe("index_cases", "test_index", _index_cases),
     probe("attn_tables", "test_rel_attention", _attn_tables),
     probe("attn_self_shape", "test_rel_attention", _attn_output),

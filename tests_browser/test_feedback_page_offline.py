@@ -1,0 +1,81 @@
+"""nbgrader's feedback page, finished by attnkit_grader.offline, read in Chromium with the network off and scripts off
+(as JupyterLab's HTML viewer shows an untrusted page): every formula drawn, no request made, no verdict line cut at the
+right edge. The page is nbgrader's own feedback template over problem set 2's solved release, with one failing
+check's line as the grader writes it. Screenshot: build/browser-artifacts/feedback-offline.png.
+"""
+
+import os
+
+import nbformat
+import nbgrader
+import pytest
+from nbconvert.exporters import HTMLExporter
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from traitlets.config import Config
+
+from attnkit_grader import offline
+from conftest import ARTIFACTS, CHROMIUM, ROOT
+
+VERDICT = ("FAIL [0/1] relative_position_index(4, 6, 2) is the matrix shown in the exercise\n"
+           "       -> relative_position_index(4, 6, 2): 20 entries differ; first at index (0, 1): got 1, expected 3. "
+           "These are exactly the numbers of a known mistake: the index uses i - j (query minus key) instead of j - i, "
+           "so every distance has the wrong sign\n")
+
+
+def nbgrader_feedback_page():
+    """The HTML nbgrader's generate_feedback writes for the solved release of problem set 2 (its template, its
+    preprocessors' resources), the first test cell's output a failing verdict."""
+    notebook = nbformat.read(ROOT / "examples" / "example_class" / "ref_solution" / "ps2_relative_pe" /
+                             "ps2_relative_pe.ipynb", as_version=4)
+    for cell in notebook.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade"):
+            meta["score"] = meta["points"]
+        if meta.get("grade_id") == "test_index":
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=VERDICT)]
+    templates = os.path.join(os.path.dirname(nbgrader.__file__), "server_extensions", "formgrader")
+    config = Config()
+    config.HTMLExporter.template_name = "feedback"
+    config.HTMLExporter.extra_template_basedirs = [os.path.join(templates, "templates")]
+    config.HTMLExporter.extra_template_paths = [os.path.join(templates, "static", "node_modules", "bootstrap", "dist",
+                                                             "css")]
+    exporter = HTMLExporter(config=config)
+    exporter.register_preprocessor(CSSHTMLHeaderPreprocessor, enabled=True)
+    page, _ = exporter.from_notebook_node(notebook, resources={"nbgrader": {
+        "notebook": "ps2_relative_pe", "score": 20, "max_score": 20, "late_penalty": 0}})
+    return page
+
+
+def test_the_finished_feedback_page_is_complete_in_chromium_with_no_network_and_no_script(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    raw = nbgrader_feedback_page()
+    assert "cdnjs.cloudflare.com" in raw and "$$" in raw          # what nbgrader writes: MathJax from a CDN
+    text, typeset = offline.finish(raw)
+    assert typeset, f"MathJax was not found: {offline.WHERE}"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "ps2_relative_pe.html"
+    path.write_text(text, encoding="utf-8")
+    requests = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        context = browser.new_context(java_script_enabled=False, offline=True, viewport={"width": 900, "height": 1000})
+        page = context.new_page()
+        page.on("request", lambda request: requests.append(request.url))
+        page.goto(path.as_uri())
+        formulas = page.locator("mjx-container svg")
+        assert formulas.count() > 50
+        box = formulas.first.bounding_box()
+        assert box and box["width"] > 2 and box["height"] > 2             # drawn, not an empty box
+        verdict = page.locator("pre", has_text="These are exactly the numbers of a known mistake")
+        verdict.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "feedback-offline.png"))
+        width = page.viewport_size["width"]
+        line = verdict.bounding_box()
+        assert line["x"] + line["width"] <= width, "the verdict runs past the right edge"
+        assert verdict.evaluate("e => e.scrollWidth <= e.clientWidth"), "the verdict is cut: its line does not wrap"
+        assert "every distance has the wrong sign" in verdict.inner_text()
+        shown = page.locator("body").inner_text()
+        assert "\\operatorname" not in shown and "$$" not in shown
+        browser.close()
+    assert [url for url in requests if not url.startswith("file://")] == []
