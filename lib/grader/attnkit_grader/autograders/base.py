@@ -43,6 +43,19 @@ class Job:
     remarks: tuple = field(default=(), compare=False)     # the pre-check's remarks, shown on the feedback page
 
 
+class BatchInterrupted(RuntimeError):
+    """What grades submissions went away mid-batch (e.g. a cluster's scheduler): the batch stops, no submission
+    is marked failed, and what was finished stays in the journal for the next run to resume from."""
+
+
+@dataclass(frozen=True)
+class Activity:
+    """What an autograder is doing now: submissions running, and how many each of its workers ran so far."""
+
+    running: int = 0
+    workers: dict = field(default_factory=dict)      # worker's name -> submissions it ran in this batch
+
+
 def failed(job, issue, seconds=0.0):
     """The result of a job that could not be graded, saying why (``issue``: a Message or text)."""
     return SubmissionResult(job.student, job.assignment, "failed", [issue], seconds=seconds)
@@ -67,6 +80,10 @@ class Autograder(abc.ABC):
 
     def forget(self, assignment, student):
         """Drop what this grader wrote for a submission that is no longer graded (rejected, failed, missing)."""
+
+    def activity(self):
+        """An :class:`Activity` for the progress line, or None where the grader does not tell."""
+        return None
 
 
 class NbgraderAutograder(Autograder):
