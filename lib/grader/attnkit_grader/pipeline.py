@@ -139,7 +139,8 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
         records[key] = record = record_result(course, records[key], result, text, reports_dir / "logs", autograder,
                                               quiet=bar is not None)
         if bar:
-            bar.update(f"{record.student} / {record.assignment}", progress_note(record), timed=not record.resumed)
+            bar.update(f"{record.student} / {record.assignment}", progress_note(record), timed=not record.resumed,
+                       activity=autograder.activity())
     if bar:
         bar.close()
     table = read_scores(course, assignments, students)
