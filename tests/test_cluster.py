@@ -457,3 +457,36 @@ def test_a_scheduler_killed_mid_batch_stops_it_and_a_rerun_resumes(sandboxes, tm
     assert sum(r.resumed for r in run.submissions.values()) == 1
     assert {s: points(run, s) for s in ("blank", "partial")} == {"blank": 0.0, "partial": 5.0}
     assert set(journal_keys(journal).values()) == {1}
+
+
+@pytest.mark.slow
+def test_a_worker_with_a_door_starts_every_sandbox_through_it_and_none_itself(sandboxes, tmp_path, monkeypatch):
+    """A worker machine's door (ATTNKIT_SANDBOX_DOOR, as the hub's): the worker's plugin sends each request to
+    it, and never starts bubblewrap itself (here the door is started directly: the tests run as root)."""
+    if os.geteuid() != 0:
+        pytest.skip("the door runs as root")
+    from attnkit_grader import Course
+    from attnkit_grader.isolation import bwrap, notebook_run
+    from attnkit_grader.judging import registry
+    from attnkit_grader.release_cells import Release
+
+    program = tmp_path / "attnkit-sandbox"
+    program.write_text(f"#!/bin/sh\nexec {sys.executable} -I -B -m attnkit_grader.isolation.door --serve "
+                       f"--state {tmp_path / 'door-state'}\n")
+    program.chmod(0o755)
+    monkeypatch.setenv(door.DOOR_VARIABLE, str(program))
+    monkeypatch.setattr(bwrap.Sandbox, "run", lambda *a, **k: pytest.fail("the worker started a sandbox itself"))
+    release = Release.read(Course(ROOT), PS1)
+    data = (HOSTILE / "controls" / "partial" / PS1 / f"{PS1}.ipynb").read_bytes()
+    (tmp_path / "given.ipynb").write_bytes(release.restored(data))
+    scratch = notebook_run.prepare(tmp_path / "scratch", tmp_path / "given.ipynb", registry.make_inputs(PS1, 7),
+                                   release.expected)
+    request = door.encode(door.request_frames(RunnerJob(PS1), scratch, door.CEILING))
+    plugin = cluster_worker.SandboxPlugin()
+    plugin.setup(type("Worker", (), {"name": "w", "state": type("State", (), {"nthreads": 1})()})())
+    try:
+        result = door.parse_reply(door.decode(plugin.answer(request)))
+    finally:
+        plugin.teardown(None)
+    assert result.started and result.exit_code == 0, result.reason
+    assert "report.json" in result.files and not (plugin.work and plugin.work.exists())
