@@ -43,9 +43,12 @@ class Job:
     remarks: tuple = field(default=(), compare=False)     # the pre-check's remarks, shown on the feedback page
 
 
-class BatchInterrupted(RuntimeError):
+class BatchInterrupted(BaseException):
     """What grades submissions went away mid-batch (e.g. a cluster's scheduler): the batch stops, no submission
-    is marked failed, and what was finished stays in the journal for the next run to resume from."""
+    is marked failed, and what was finished stays in the journal for the next run to resume from.
+
+    A BaseException, like KeyboardInterrupt, so that no ``except Exception`` meant for one submission's
+    trouble (which marks that submission failed and drops its gradebook row) takes it for one."""
 
 
 @dataclass(frozen=True)

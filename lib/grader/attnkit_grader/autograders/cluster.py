@@ -33,44 +33,37 @@ def check_address(scheduler):
 
 
 class ClusterAutograder(SandboxAutograder):
-    """The sandboxed autograder whose sandboxes run on the Dask workers of ``scheduler`` (see the module)."""
+    """The sandboxed autograder whose sandboxes run on the Dask workers of ``scheduler`` (see the module).
+
+    Nothing is staged and no uid slot is claimed on this machine (``local`` False): each worker stages its own
+    packages and chooses its sandboxes' uids (or its door does). The scheduler is asked at once, so a wrong
+    address or certificate is said before anything is graded."""
+
+    local = False
 
     def __init__(self, course, output_dir, scheduler, certs, workers=None, **options):
-        self.scheduler = check_address(scheduler)
-        self.security = cluster_certs.security(certs, "client")
-        self.client = None
-        self.cluster_launcher = None
-        super().__init__(course, output_dir, workers=workers, door_program=None, **options)
-        self.cluster_launcher = ClusterLauncher(self.client, self.limits)
-        if workers is None:
-            self.workers = max(1, 2 * sum(self.client.nthreads().values()))
-
-    def check_launch(self):
-        """Connect to the scheduler now (a wrong address or certificate is said before anything is graded)."""
         from distributed import Client
 
+        self.scheduler = check_address(scheduler)
+        security = cluster_certs.security(certs, "client")
+        super().__init__(course, output_dir, workers=workers, door_program=None, **options)
         try:
-            self.client = Client(self.scheduler, security=self.security, timeout=CONNECT_SECONDS,
-                                 set_as_default=False)
+            self.client = Client(self.scheduler, security=security, timeout=CONNECT_SECONDS, set_as_default=False)
         except (OSError, TimeoutError) as error:
             raise ValueError(f"scheduler: no cluster answered at {self.scheduler} with these certificates "
                              f"within {CONNECT_SECONDS} s ({error})") from None
-        if not self.client.nthreads():
+        threads = sum(self.client.nthreads().values())
+        if not threads:
             log.warning("the cluster at %s has no worker yet: submissions wait until one joins", self.scheduler)
-
-    def start_sandbox(self):
-        """Nothing to stage here: each worker stages its own packages (or its door does)."""
-        return None
-
-    def claim_slots(self, count):
-        """Slots name the threads that wait on the cluster; uids are each worker's to choose."""
-        return [(n, None) for n in range(count)]
+        if workers is None:
+            self.workers = max(1, 2 * threads)
+        self.cluster_launcher = ClusterLauncher(self.client, self.limits)
 
     def launcher(self, slot):
         return self.cluster_launcher
 
     def activity(self):
-        return self.cluster_launcher.activity() if self.cluster_launcher else None
+        return self.cluster_launcher.activity()
 
     def run(self, jobs):
         try:

@@ -63,7 +63,7 @@ from ..judging import registry
 from ..release_cells import Release
 from ..precheck import Issue
 from ..results import CellResult, Message, SubmissionResult
-from .base import Autograder, BatchInterrupted, failed, issues_from_cells
+from .base import Autograder, failed, issues_from_cells
 
 log = logging.getLogger(__name__)
 
@@ -197,10 +197,13 @@ class SandboxAutograder(Autograder):
     the input seeds (default: $ATTNKIT_GRADING_KEY, else none).
     """
 
+    local = True                  # its sandboxes start on this machine (False: a subclass's start elsewhere)
+
     def __init__(self, course, output_dir, workers=None, limits=None, cell_timeout=None, fresh=False,
                  show_tests=False, key=None, retries=RETRIES, door_program=None):
         self.door_program = door_program or door.configured()
-        self.check_launch()
+        if self.door_program is None and self.local:
+            bwrap.check_available()
         self.course = course
         self.output_dir = Path(output_dir).resolve()
         self.workers = max(1, int(workers or os.cpu_count() or 1))
@@ -273,18 +276,9 @@ class SandboxAutograder(Autograder):
             shutil.rmtree(folder)
         (self.logs_dir / f"{assignment}--{student}.run.json").unlink(missing_ok=True)
 
-    def check_launch(self):
-        """Raise, before anything is graded, when no sandbox can start (bubblewrap missing and no door)."""
-        if self.door_program is None:
-            bwrap.check_available()
-
-    def claim_slots(self, count):
-        """[(slot, lock or None)] of ``count`` workers: a uid of their own each, unless the door chooses it."""
-        return slots.claim(count) if self.door_program is None else [(n, None) for n in range(count)]
-
     def start_sandbox(self):
         """Stage the packages once for this batch's sandboxes (a door stages its own)."""
-        if self.box is None and self.door_program is None:
+        if self.box is None and self.door_program is None and self.local:
             public = self.work_dir / "public"
             public.mkdir(parents=True, exist_ok=True)
             os.chmod(public, 0o755)
@@ -321,7 +315,8 @@ class SandboxAutograder(Autograder):
             return
         self.start_sandbox()
         count = min(self.workers, len(todo))
-        claimed = self.claim_slots(count)
+        # a door (or a cluster's worker) chooses each sandbox's uid itself; here a slot only names a worker thread
+        claimed = slots.claim(count) if self.door_program is None and self.local else [(n, None) for n in range(count)]
         free = queue.Queue()
         for slot, _ in claimed:
             free.put(slot)
@@ -341,8 +336,6 @@ class SandboxAutograder(Autograder):
                     plan = futures[future]
                     try:
                         done = future.result()
-                    except BatchInterrupted:             # the machinery is gone, not this submission
-                        raise
                     except Exception as error:   # noqa: BLE001 - one submission's trouble never ends the batch
                         log.exception("grading %s / %s failed", plan.job.student, plan.job.assignment)
                         yield failed(plan.job, Message.make("the grader failed: {error}: {message}",

@@ -7,13 +7,13 @@ only peers that do; anything else is refused during the handshake. The folder ho
 
     ca.pem                the authority's certificate: every machine of the cluster has it
     ca-key.pem            its key: makes more certificates; keep it off the cluster's machines
-    scheduler.pem, -key   the scheduler's
-    worker.pem, -key      the workers' (one for all of them, readable by the workers' unprivileged user)
-    client.pem, -key      the instructor's grading process's
+    ROLE.pem, ROLE-key.pem   a certificate and its key for each of the ROLES: the scheduler's, the workers'
+                          (one for all of them, readable by the workers' unprivileged user) and the client's
+                          (the instructor's grading process)
 
 Keys are written readable by their owner only (0600). Dask does not tell roles apart by certificate:
-whoever holds any of the three keys is a member of the cluster (see the guide's "beyond one machine" page
-for what that allows).
+whoever holds any of the three keys is a member of the cluster (what that allows:
+site/pages/en/guide/beyond.md#what-a-worker-is-trusted-with).
 """
 
 import datetime
