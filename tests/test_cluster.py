@@ -100,6 +100,18 @@ def test_a_worker_or_scheduler_refuses_to_run_as_root(role, tmp_path, monkeypatc
     assert f"{role}: refusing to run as root" in capsys.readouterr().err
 
 
+def test_a_batch_stopped_by_a_lost_scheduler_exits_3_saying_to_run_it_again(tmp_path, monkeypatch, capsys):
+    import attnkit_grader.cli as cli
+
+    def interrupted(*args, **kwargs):
+        raise BatchInterrupted("the cluster's scheduler was lost mid-batch; run the same command again")
+
+    monkeypatch.setattr(cli, "grade", interrupted)
+    assert main(["--root", str(ROOT), "grade", PS1, "--scheduler", "tls://127.0.0.1:1", "--certs",
+                 str(tmp_path)]) == 3
+    assert "attnkit: stopped: the cluster's scheduler was lost" in capsys.readouterr().err
+
+
 class FakeFuture:
     def __init__(self, answer):
         self.answer = answer
