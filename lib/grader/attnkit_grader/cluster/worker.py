@@ -2,7 +2,9 @@
 
 ``attnkit cluster worker`` starts ``dask worker`` with this module as its preload: :func:`dask_setup`
 adds the :class:`SandboxPlugin`, which gets the worker ready before its first task (the sandbox packages
-staged once, a sandbox uid slot per thread, or a door session per thread) and cleans up when it stops.
+staged once, a sandbox uid slot per thread, or a door session per thread) and cleans up when it stops. A
+warm start of the sandboxes (a process that imports once and forks each run) belongs in its setup too, so
+that a worker pays for it once, not once per submission.
 
 The grading process sends :func:`launch` one request: the bytes of a door message
 (:mod:`..isolation.door`: an installed assignment's name, numbers, the restored notebook, the probe inputs,
