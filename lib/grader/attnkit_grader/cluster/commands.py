@@ -5,7 +5,8 @@ with TLS required, the role's certificate, no dashboard (Dask's dashboard is pla
 and, for a worker, the kit's preload (:mod:`.worker`), one thread per sandbox it may run at once. A worker
 and the scheduler refuse to start as root: an authenticated client can run any function on a worker
 (and the scheduler unpickles what clients send), so neither may hold a privilege; a worker machine's
-door (``ATTNKIT_SANDBOX_DOOR``, as on the course's hub) is how its worker starts sandboxes as root would. See the guide's "beyond one machine" page.
+door (``ATTNKIT_SANDBOX_DOOR``, as on the course's hub) is how its worker starts sandboxes as root would.
+How to run them: site/pages/en/guide/beyond.md#grading-on-a-cluster.
 """
 
 import os

@@ -7,7 +7,8 @@ with no capability and no supplementary group, as the guide asks of a real clust
 reach this interpreter where it lives in a folder closed to others (e.g. a pyenv under /root), each
 process gets a mount namespace of its own (bubblewrap, no other namespace: the network is the
 machine's) where such a folder is replaced by an empty one holding only the interpreter, the
-environment and the kit's code, read-only.
+environment and the kit's code, read-only. To run one by hand:
+site/pages/en/guide/beyond.md#try-it-on-one-machine.
 """
 
 import json
