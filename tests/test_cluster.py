@@ -229,6 +229,8 @@ def test_off_a_terminal_a_batch_of_a_thousand_prints_a_line_every_few_seconds():
     assert "1000/1000 100%" in lines[-1] and "done" in lines[-1]
     assert "running 0, queued 0" in lines[-1] and "2 workers ran w-1 500, w-0 499" in lines[-1]
     assert "running 4, queued 995" in lines[0]
+    halfway = [line for line in lines if " 501/1000 " in line]
+    assert halfway and "50 s elapsed, ETA 50 s | running 4, queued 495" in halfway[0], lines    # the rate so far
     many = Progress(10, stream=io.StringIO(), tty=False).line(activity=Activity(1, {f"w-{n}": n for n in range(9)}))
     assert "9 workers ran w-8 8, w-7 7, w-6 6, w-5 5, (5 more)" in many
 
