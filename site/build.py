@@ -26,7 +26,8 @@ from pathlib import Path
 SITE = Path(__file__).resolve().parent
 ROOT = SITE.parent
 sys.path.insert(0, str(SITE))
-from linkcheck import check_site  # noqa: E402  (a module of this folder, not a package)
+from linkcheck import check_site, slug  # noqa: E402  (a module of this folder, not a package)
+from attnkit_grader import teaching  # noqa: E402
 from attnkit_grader.editions import edition_name, graded_assignments  # noqa: E402
 
 LANGUAGES = ("en", "fr", "zh")
@@ -38,6 +39,9 @@ MATHJAX_FILES = ("es5/tex-mml-chtml.js", "es5/output/chtml/fonts/woff-v2", "es5/
 # PNG file that every build rewrites from the notebook when they differ (tests/test_site.py fails until then).
 README_FIGURE = (ROOT / "course" / "01_self_attention.ipynb", "e41b3359")
 README_FIGURE_FILE = SITE / "_static" / "attention-in-three-places.png"
+# The instructors' guide shows the example class's insight report, rendered from this committed file beside
+# its page (tests/test_grading.py keeps it what grading the class writes today): the site build never grades.
+INSIGHT = Path("guide") / "insight.json"
 
 
 def lecture_figure(notebook, cell_id):
@@ -93,9 +97,43 @@ def stage(language, staged):
                          "missing (attnkit release writes them from source/)")
     for target, source in wanted.items():
         copy_if_changed(source, target)
-    for stale in [p for p in folder.rglob("*") if p.is_file() and p not in wanted]:
+    rendered = render_insight(pages / INSIGHT, folder / INSIGHT.with_suffix(".html"))
+    for stale in [p for p in folder.rglob("*") if p.is_file() and p not in wanted and p != rendered]:
         stale.unlink()
     return folder
+
+
+def render_insight(source, target):
+    """``target``: the insight report of ``source`` (a committed insight.json) as HTML for a page's raw block,
+    each 'where the course teaches it' a link to the site's lecture or assignment, the examples unlinked (their
+    feedback pages are not on the site); None when there is no ``source``."""
+    if not source.is_file():
+        return None
+    from attnkit_grader.insight.render import fragment        # matplotlib: imported only where it is drawn
+
+    summary = json.loads(source.read_text(encoding="utf-8"))
+    for part in summary["assignments"]:
+        for mistake in part["mistakes"]:
+            for section in mistake["teaches"]:
+                section["link"] = site_link(section["link"])
+    html = str(fragment(summary, links=False, teaching_base="../"))
+    if not target.exists() or target.read_text(encoding="utf-8") != html:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(html, encoding="utf-8")
+    return target
+
+
+def site_link(link):
+    """A catalogue entry's ``teaches`` link ('lectures/NAME#anchor', the anchor a code host gives the notebook's
+    heading) with the anchor this site gives that heading instead: they differ where the heading holds math,
+    which MyST leaves out. Unchanged when the notebook cannot be read or has no such heading (the link check of
+    the built site then names it)."""
+    folder, name, anchor = teaching.parse(link)
+    try:
+        heading = dict(teaching.headings(ROOT / teaching.notebook_path(folder, name))).get(anchor)
+    except (OSError, ValueError):
+        heading = None
+    return link if heading is None else f"{folder}/{name}#{slug(heading)}"
 
 
 def stage_mathjax(package, work):

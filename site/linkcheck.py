@@ -90,14 +90,16 @@ def check_site(root):
 # (site/pages/LANG/guide/NAME.md), which resolve on a code host, in a clone and in an editor alike.
 _FENCE = re.compile(r"^(```|~~~).*?^\1", re.M | re.S)
 _CODE = re.compile(r"`[^`\n]*`")
+_MATH = re.compile(r"\$[^$\n]*\$")
 _LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 _HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$", re.M)
 
 
 def slug(heading):
-    """The anchor a code host (and MyST's heading anchors) give a Markdown heading: lower case, punctuation
-    dropped, spaces made hyphens ("On the course's JupyterHub" -> "on-the-courses-jupyterhub")."""
-    text = _CODE.sub(lambda m: m.group()[1:-1], heading).strip().lower()
+    """The anchor MyST's heading anchors give a Markdown heading: lower case, punctuation dropped, spaces made
+    hyphens ("On the course's JupyterHub" -> "on-the-courses-jupyterhub"), and math left out as MyST leaves
+    it ("4. Why divide by $\\sqrt d$?" -> "4-why-divide-by-"; a code host keeps its letters)."""
+    text = _CODE.sub(lambda m: m.group()[1:-1], _MATH.sub("", heading)).strip().lower()
     text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)              # a link in a heading: its text
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 import attnkit.checking as checking
-from attnkit_grader import catalogue
+from attnkit_grader import catalogue, teaching
 from attnkit_grader.authoring import Bug
 from attnkit_grader.judging import registry, variants
 
@@ -41,6 +41,28 @@ def test_each_assignment_has_a_catalogue_of_the_size_the_course_needs():
             assert set(bug.points) <= set(registry.max_points(assignment)), bug.name
             assert bug.fails and set(bug.fails) <= ids, (bug.name, set(bug.fails) - ids)
             variants.variant(registry.get(assignment), bug)                 # every variant compiles and imports
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_each_mistake_links_the_lecture_section_and_the_exercise_that_teach_the_right_thing(assignment):
+    """Every catalogued bug's ``teaches`` names at least one lecture section and one heading of its own
+    assignment's exercise, and each link resolves to a heading (as the website anchors it)."""
+    for bug in variants.bugs(registry.get(assignment)):
+        sections = [teaching.resolve(ROOT, link) for link in bug.teaches]
+        unresolved = [link for link, section in zip(bug.teaches, sections) if section is None]
+        assert not unresolved, (bug.name, unresolved)
+        kinds = {section.kind for section in sections}
+        assert kinds == {"lecture", "exercise"}, (bug.name, bug.teaches)
+        assert all(s.notebook == f"release/{assignment}/{assignment}.ipynb" for s in sections if s.kind == "exercise")
+
+
+def test_a_teaches_link_to_a_heading_that_is_not_there_does_not_resolve():
+    assert teaching.resolve(ROOT, "lectures/01_self_attention#4-why-divide-by-sqrt-d").heading == \
+        "4. Why divide by \\sqrt d?"
+    assert teaching.resolve(ROOT, "lectures/01_self_attention#4-why-divide-by-d") is None
+    assert teaching.resolve(ROOT, "lectures/05_no_such_lecture#summary") is None
+    with pytest.raises(ValueError, match="teaches"):
+        teaching.resolve(ROOT, "course/01_self_attention.ipynb")
 
 
 def test_an_edit_that_does_not_match_exactly_once_is_refused():

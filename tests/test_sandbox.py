@@ -21,7 +21,7 @@ import pytest
 import attnkit
 import attnkit_assignments
 from attnkit_grader.isolation import bwrap as sandbox
-from attnkit_grader.isolation import notebook_run, seccomp, staging
+from attnkit_grader.isolation import notebook_run, seccomp, staging, warm
 from attnkit_grader.isolation.limits import GiB, Limits, worker_uid
 from attnkit_sandbox import channel, runner
 
@@ -208,6 +208,33 @@ def test_channel_framing_appends_and_stops_at_garbage():
     files, problem = channel.parse_channel(data + b"../../x 3\nabc")
     assert "garbled" in problem and set(files) == {"progress.jsonl", "report.json"}
     assert "cut short" in channel.parse_channel(b"report.json 100\n{}")[1]
+
+
+def test_results_travel_in_memory_and_are_decoded_as_hostile(scratch):
+    """With a pipe the runner writes no file: the parent decodes the bytes it sent, and garbage, a cut-short
+    archive or an oversized one are reasons, never exceptions."""
+    read, send = os.pipe()
+    write(scratch / runner.NOTEBOOK, notebook(GOOD_CELLS))
+    done = {}
+    reader = threading.Thread(target=lambda: done.setdefault("data", b"".join(iter(lambda: os.read(read, 1 << 16), b""))))
+    reader.start()
+    runner.Runner(scratch, assignment="toy", probes="toy_probes", pipe=send).run()
+    os.close(send)
+    reader.join()
+    os.close(read)
+    assert not (scratch / channel.OUT_DIR).exists()
+    files, problem = channel.parse_channel(done["data"])
+    report = channel.parse_report(files[channel.REPORT_JSON])
+    outputs, errors = channel.decode_outputs(files[channel.OUTPUTS_NPZ], report)
+    assert problem is None and report["probes"]["square"]["status"] == "ok"
+    np.testing.assert_array_equal(outputs["square"]["y"], np.arange(5.0) ** 2)
+    assert errors["cube"] == "KeyError: 'cube'"
+    npz = files[channel.OUTPUTS_NPZ]
+    assert "not a readable .npz" in channel.decode_outputs(b"garbage", {})[1][channel.ANY_PROBE]
+    assert channel.ANY_PROBE in channel.decode_outputs(npz[: len(npz) // 2], {})[1]
+    assert channel.ANY_PROBE in channel.decode_outputs(npz, {}, max_total_bytes=8)[1]
+    assert channel.decode_outputs(None, {"probes": {"p": {"error": "ValueError: bad"}}}) == ({}, {"p": "ValueError: bad"})
+    assert channel.parse_report(b"[1, 2]") == {} and channel.parse_report(b"{" * 10) == {}
 
 
 # --- the runner, in this process ------------------------------------------------------------------------------
@@ -398,12 +425,21 @@ def public_dir(tmp_path_factory):
     return staging.stage_packages(tmp_path_factory.mktemp("public"))
 
 
-@pytest.fixture(scope="session")
-def box(public_dir):
+@pytest.fixture(scope="session", params=["cold", "warm"])
+def box(request, public_dir):
+    """Each sandboxed test runs twice: started afresh (bwrap), and forked from a warm zygote (root only)."""
     # A uid no pool slot uses, and one per xdist worker: RLIMIT_NPROC counts all processes of a uid, so a
     # fork bomb in one worker's test must not starve a sandbox that another worker runs at the same time.
     worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").lstrip("gw") or 0)
-    return sandbox.Sandbox(public_dir, Limits(wall_seconds=60, uid=worker_uid(900 + worker)))
+    limits = Limits(wall_seconds=60, uid=worker_uid(900 + worker))
+    if request.param == "cold":
+        yield sandbox.Sandbox(public_dir, limits)
+        return
+    if not warm.available():
+        pytest.skip("warm starts need root")
+    launcher = warm.WarmSandbox(public_dir, limits)
+    yield launcher
+    launcher.close()
 
 
 @pytest.fixture
@@ -452,7 +488,7 @@ def test_sandboxed_runner_matches_the_in_process_one(box, course):
     cells = cells_by_index(run.report)
     assert cells[4]["stdout"] == "scaled 6.0\n"
     assert cells[6]["result"] == f"'{sandbox.PUBLIC}/attnkit/__init__.py'"
-    outputs, errors = channel.read_outputs(run.out_dir)
+    outputs, errors = run.outputs, run.errors
     np.testing.assert_array_equal(outputs["scale"]["y"], np.arange(3.0) * 2.5)
     assert set(errors) == {"cube", "liar"}
 
@@ -532,7 +568,7 @@ def test_hostile_notebook_sees_and_changes_nothing_outside_its_scratch(box, cour
     assert tree_digest(course, skip=("scratch",)) == before
     assert not escape.exists()
     assert sorted(p.name for p in (course / "scratch" / "alice").iterdir()) == [
-        "inputs.json", "inputs.npz", "notebook.ipynb", "out", "toy_probes.py"]
+        "inputs.json", "inputs.npz", "notebook.ipynb", "toy_probes.py"]      # results came back in memory
 
 
 # unshare() in a process of one thread (the runner has more: there it is EINVAL whatever the sandbox does)
@@ -631,16 +667,19 @@ def test_processes_a_cell_or_probe_leaves_behind_are_gone_before_the_next_step(b
     forking_square = ("import os\ndef square(x):\n    if os.fork() == 0:\n        while True:\n            pass\n"
                       "    return x * x")
     thread = "import threading, time\nthreading.Thread(target=time.sleep, args=(60,), daemon=True).start()"
+    niceness = ("import os\nr, w = os.pipe()\nif os.fork() == 0:\n    os.write(w, b'%d' % os.nice(0))\n"
+                "    os._exit(0)\nos.wait()\nprint(os.read(r, 10).decode(), os.nice(0))")
     run = run_boxed(box, course, code(daemons, PROCESSES, spinning_bomb, PROCESSES, forking_square, thread,
-                                      PROCESSES))
+                                      PROCESSES, niceness))
     cells = cells_by_index(run.report)
     assert cells[1]["killed"] == 3 and cells[2]["stdout"] == "[1, 2]\n"
     # the rest of the limit: the runner and its watchdog thread count too (and bwrap's init, in a user namespace)
     assert cells[3]["processes"] and box.limits.processes - 3 <= cells[3]["killed"] <= box.limits.processes - 2
     assert cells[4]["stdout"] == "[1, 2]\n" and "killed" not in cells[4]
     assert cells[6]["threads"] == 1 and "killed" not in cells[6] and cells[7]["stdout"] == "[1, 2]\n"
+    assert cells[8]["stdout"] == "19 0\n"         # a forked child yields the CPU to the runner, not it
     assert run.report["probes"]["square"]["killed"] == 1 and run.report["probes"]["square"]["status"] == "ok"
-    np.testing.assert_array_equal(channel.read_outputs(run.out_dir)[0]["square"]["y"], np.arange(5.0) ** 2)
+    np.testing.assert_array_equal(run.outputs["square"]["y"], np.arange(5.0) ** 2)
     assert run.reason.startswith(f"cell 3 hit the limit of {box.limits.processes} processes and threads")
     assert sandbox_processes(box.limits.uid) == []
 
@@ -697,7 +736,7 @@ def test_endless_loop_is_interrupted_and_the_next_cell_runs(box, course):
     cells = cells_by_index(run.report)
     assert cells[2]["status"] == "timeout" and cells[3]["stdout"] == "after\n"
     assert run.reason == "cell 2 ran over the 1 s limit and was interrupted"
-    assert "square" in channel.read_outputs(run.out_dir)[0]
+    assert "square" in run.outputs
 
 
 @pytest.mark.slow
@@ -739,4 +778,4 @@ def test_interpreter_crash_gives_a_reason_and_the_cells_before(box, course, cras
     run = run_boxed(box, course, code("print('before')", crash, "print('never')"))
     assert run.reason == reason
     assert run.report["status"] == "crashed" and run.report["cells"][0]["stdout"] == "before\n"
-    assert channel.read_outputs(run.out_dir) == ({}, {})
+    assert (run.outputs, run.errors) == ({}, {})

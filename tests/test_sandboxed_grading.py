@@ -447,8 +447,11 @@ def test_feedback_shows_each_check_and_its_message_never_hidden_test_code(hostil
 def test_reports_table_csv_and_plots(hostile):
     run = hostile["run"]
     assert sorted(path.name for path in run.reports.values()) == [
-        "cells.csv", "checks.csv", "grades.csv", "report.json", "scores.png", "similarity.html", "success.png",
-        "table.txt"]
+        "cells.csv", "checks.csv", "grades.csv", "insight-labels.csv", "insight.html", "insight.json", "report.json",
+        "scores.png", "similarity.html", "success.png", "table.txt"]
+    insight = run.reports["insight.html"].read_text() + run.reports["insight.json"].read_text()
+    assert "<script" not in run.reports["insight.html"].read_text()
+    assert not [s for s, _ in run.submissions if f"/{s}/" in insight or f'"{s}"' in insight or f">{s}<" in insight]
     for name in ("scores.png", "success.png"):
         assert run.reports[name].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with open(run.reports["checks.csv"], newline="") as handle:

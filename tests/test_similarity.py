@@ -111,7 +111,7 @@ def test_a_copy_of_the_instructors_solution_is_flagged_for_review_never_an_indep
     release, source = ROOT / "release" / PS1, ROOT / "source" / PS1
     copy = disguised(CLASS / "ref_solution" / PS1 / f"{PS1}.ipynb", tmp_path / "copy" / f"{PS1}.ipynb")
     remarks = [issue.reason for issue in check_submission(copy.parent, release, source)]
-    flagged = [r for r in remarks if "alike to the instructor's solution" in r]
+    flagged = [r for r in remarks if "answer cell 'pe_answer' is 100% alike to the notebook's solution" in r]
     assert flagged and "score is unchanged" in flagged[0] and not any(i.fatal for i in check_submission(
         copy.parent, release, source))
     own = nbformat.read(release / f"{PS1}.ipynb", as_version=4)

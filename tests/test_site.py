@@ -4,6 +4,7 @@ README, a front door, links into the guide's pages by paths that resolve.
 The built site in a browser: tests_site/ (make test-site)."""
 
 import importlib.util
+import json
 import re
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "site"))
 from linkcheck import check_markdown, check_site, markdown_anchors, slug  # noqa: E402
+from attnkit_grader import teaching  # noqa: E402
 
 README = ROOT / "README.md"
 GUIDE = ROOT / "site" / "pages" / "en" / "guide"
@@ -177,3 +179,30 @@ def test_the_readme_picture_is_the_lectures_figure():
     assert build.README_FIGURE_FILE.read_bytes() == build.lecture_figure(*build.README_FIGURE), \
         "the README's picture differs from the lecture's figure: run make site and commit the PNG"
     assert build.README_FIGURE_FILE.relative_to(ROOT).as_posix() in README.read_text()
+
+
+def test_the_instructors_page_shows_the_example_class_insight_report_from_the_committed_json(tmp_path):
+    """Staging the English pages renders guide/insight.json (kept current by tests/test_grading.py) into the
+    raw block of the instructors' page: the ranked mistakes, a figure, and 'where the course teaches it' as
+    links to the site's lectures and assignments whose headings exist; no grading, no feedback links."""
+    build = _site_build()
+    staged = build.stage("en", tmp_path / "staged")
+    page = (staged / "guide" / "instructors.md").read_text()
+    assert "```{raw} html\n:file: insight.html\n```" in page
+    html = (staged / "guide" / "insight.html").read_text()
+    summary = json.loads((ROOT / "site" / "pages" / "en" / "guide" / "insight.json").read_text())
+    for entry in summary["ranked"]:
+        assert f'<span class="mistake">{entry["name"]}</span>' in html
+    assert "data:image/png;base64," in html and "feedback/_anonymous" not in html
+    links = set(re.findall(r'href="\.\./((?:lectures|assignments)/[^"#]+)\.html#([^"]+)"', html))
+    teaches = {s["link"] for part in summary["assignments"] for m in part["mistakes"] for s in m["teaches"]}
+    assert len(links) == len(teaches)
+    for page_name, anchor in links:                      # each a heading of the page, as the site anchors it
+        folder, name = page_name.split("/")
+        found = teaching.headings(ROOT / teaching.notebook_path(folder, name))
+        assert anchor in {slug(heading) for _, heading in found}, (page_name, anchor)
+    # MyST leaves math out of a heading's anchor (the built lecture 1 has id "4-why-divide-by-"); a code
+    # host and the catalogue's links keep its letters, so the site rewrites those links
+    assert slug("4. Why divide by $\\sqrt d$?") == "4-why-divide-by-"
+    build.stage("en", tmp_path / "staged")                       # staged again: kept, not removed as stale
+    assert (staged / "guide" / "insight.html").read_text() == html

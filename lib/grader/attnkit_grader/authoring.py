@@ -73,7 +73,9 @@ class Bug:
     """One known mistake: ``edits`` ((old, new), ...) turn the reference into it; ``says`` explains it to a
     student in one line; ``points`` {grade_id: points it keeps at grading} for every test cell where it
     loses some (other cells: full marks); ``fails`` the ids of the checks it must fail; ``named_by`` words
-    of the failing structural check's message that name a bug which leaves the values right."""
+    of the failing structural check's message that name a bug which leaves the values right; ``teaches``
+    where the course teaches the right thing, as links 'lectures/NAME#anchor' and 'assignments/NAME#anchor'
+    (:mod:`attnkit_grader.teaching`), which the insight report shows beside the mistake."""
 
     name: str
     says: str
@@ -81,6 +83,7 @@ class Bug:
     points: dict = field(default_factory=dict)
     fails: tuple = ()
     named_by: str = ""
+    teaches: tuple = ()
 
     def __hash__(self):
         return hash(self.name)
@@ -99,7 +102,9 @@ class Assignment:
     of those that are not; ``quick_sizes``: sizes for ``make_inputs`` when grading in-process (the catalogue,
     tests), smaller than grading's where a probe is costly; ``examples``: what the example class hands in
     for this assignment besides the instructor's answers and the blank release (see
-    ``examples/make_example_class.py``).
+    ``examples/make_example_class.py``); ``independent_answers`` {answer cell: (code, ...)}: correct answers
+    written apart from every solution the course holds, on which ``copy_thresholds`` {answer cell: threshold,
+    or None for never} of the copy flag are measured (:mod:`attnkit_grader.copies`).
     """
 
     name: str
@@ -113,6 +118,8 @@ class Assignment:
     survivors: dict = field(default_factory=dict)
     quick_sizes: dict = field(default_factory=dict)
     examples: Callable = None
+    independent_answers: dict = field(default_factory=dict)
+    copy_thresholds: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not NAME.fullmatch(self.name):
@@ -128,6 +135,15 @@ class Assignment:
             raise TypeError(f"make_inputs: expected a function (rng, **sizes), got {self.make_inputs!r}")
         if not isinstance(self.reference, types.ModuleType):
             raise TypeError(f"reference: expected the reference solution's module, got {self.reference!r}")
+        for cell, limit in self.copy_thresholds.items():
+            if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float))
+                                      or not 0 < limit <= 1):
+                raise ValueError(f"copy_thresholds: expected a resemblance in (0, 1], or None, for cell {cell!r}; "
+                                 f"got {limit!r} (assignment {self.name})")
+        for cell, answers in self.independent_answers.items():
+            if not isinstance(answers, tuple) or not all(isinstance(code, str) for code in answers):
+                raise TypeError(f"independent_answers: expected a tuple of code strings for cell {cell!r}; got "
+                                f"{type(answers).__name__} (assignment {self.name})")
 
     @property
     def folder(self):

@@ -22,6 +22,8 @@ autograde; refused where a door is configured);
 --fresh ignores the journal of an earlier run; --show-tests puts the visible test cells in the feedback;
 --scheduler tls://HOST:PORT --certs DIR runs the sandboxes on that Dask cluster's workers (the judge, the
 journal and the gradebook stay in this process).
+--cold-start starts every sandbox from a fresh interpreter instead of forking it from a worker's warm zygote
+(warm starts are the default where the grader or the door is root; see attnkit_grader.isolation.warm).
 
 Exit status: 0 done (bad submissions are reported, they do not fail the run), 1 release drift, a
 hand-in refused by collect (the others are collected) or an export stopped by mismatches or ungraded cells
@@ -190,6 +192,8 @@ def grader_options(command):
                          help="run the sandboxes on the Dask cluster at tls://HOST:PORT (attnkit cluster)")
     command.add_argument("--certs", type=Path, metavar="DIR", default=os.environ.get(CERTS_VARIABLE) or None,
                          help=f"the cluster's certificates (attnkit cluster certs; default ${CERTS_VARIABLE})")
+    command.add_argument("--cold-start", action="store_true",
+                         help="start each sandbox from a fresh interpreter, not from a worker's warm zygote")
 
 
 def positive(text):
@@ -295,7 +299,8 @@ def exchange_of(course, args):
 
 def options(args):
     return {"grader": args.grader, "workers": args.workers, "fresh": args.fresh, "show_tests": args.show_tests,
-            "progress": not args.quiet, "scheduler": args.scheduler, "certs": args.certs}
+            "warm": False if args.cold_start else None, "progress": not args.quiet, "scheduler": args.scheduler,
+            "certs": args.certs}
 
 
 def run_cluster(args):

@@ -16,7 +16,8 @@
    to the reports; the autograder writes its feedback page.
 5. The reports registered in :data:`REPORTS`, each a function of the graded run: grades.csv (nbgrader's
    export), cells.csv and checks.csv, the per-cell table with the reason for every lost point, a score
-   histogram, a per-exercise success-rate plot, a JSON report and the similarity report.
+   histogram, a per-exercise success-rate plot, a JSON report, the similarity report and the insight
+   report (what the class got wrong, by check and catalogued mistake: :mod:`.insight`).
 
 This process is the only one that writes the gradebook. Running it twice on the same files gives the same
 scores, statuses and reasons. With the sandboxed grader, once the submissions are collected, nothing
@@ -43,7 +44,7 @@ from attnkit_sandbox import runner
 from .autograders.base import Job, NbgraderAutograder
 from .course import Course
 from .isolation import door
-from . import similarity
+from . import copies, insight, similarity
 from .files import remove
 from .precheck import check_submission
 from .progress import Progress
@@ -110,16 +111,16 @@ class GradingRun:
 
 
 def grade(course, assignments, submissions, students_csv=None, reports_dir=None, autograder=None, *,
-          grader="sandbox", workers=None, fresh=False, show_tests=False, progress=False, scheduler=None,
+          grader="sandbox", workers=None, fresh=False, show_tests=False, warm=None, progress=False, scheduler=None,
           certs=None):
     """Grade every student's submission of ``assignments`` (all of source/ when empty).
 
     ``submissions`` is a folder of STUDENT/ASSIGNMENT/ folders; ``students_csv`` the class list (an 'id'
     column, optional first_name, last_name, email); ``reports_dir`` the grader's output folder (default:
     the course's grades/); ``autograder`` an Autograder, else one made by :func:`make_autograder` from
-    ``grader`` ('sandbox' or 'nbgrader'), ``workers``, ``fresh``, ``show_tests``, and ``scheduler`` with
-    ``certs`` (the sandboxes on a Dask cluster: :mod:`.autograders.cluster`); ``progress``: draw a progress bar
-    with an ETA on stderr.
+    ``grader`` ('sandbox' or 'nbgrader'), ``workers``, ``fresh``, ``show_tests``, ``warm`` (None: warm starts
+    where possible; False: a fresh interpreter per sandbox), and ``scheduler`` with ``certs`` (the sandboxes on
+    a Dask cluster: :mod:`.autograders.cluster`); ``progress``: draw a progress bar with an ETA on stderr.
     """
     course = course if isinstance(course, Course) else Course(course)
     assignments = course.check_assignments(assignments)
@@ -128,7 +129,8 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
     students = class_list(roster, submissions)
     reports_dir = Path(reports_dir).resolve() if reports_dir else course.root / "grades"
     autograder = autograder or make_autograder(grader, course, reports_dir, workers=workers, fresh=fresh,
-                                               show_tests=show_tests, scheduler=scheduler, certs=certs)
+                                               show_tests=show_tests, warm=warm, scheduler=scheduler,
+                                               certs=certs)
     autograder.prepare(assignments)
     records, warnings = prepare(course, assignments, submissions, roster, students, autograder)
     jobs = [Job(r.assignment, r.student, course.assignment_dir("submitted", r.assignment, r.student),
@@ -151,8 +153,8 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
     return run
 
 
-def make_autograder(grader, course, reports_dir, workers=None, fresh=False, show_tests=False, scheduler=None,
-                    certs=None):
+def make_autograder(grader, course, reports_dir, workers=None, fresh=False, show_tests=False, warm=None,
+                    scheduler=None, certs=None):
     """'sandbox': the sandboxed parallel grader writing into ``reports_dir`` (its sandboxes on the Dask cluster
     of ``scheduler``, with the certificates in ``certs``, when given); 'nbgrader': plain nbgrader."""
     if scheduler is not None and grader != "sandbox":
@@ -162,7 +164,7 @@ def make_autograder(grader, course, reports_dir, workers=None, fresh=False, show
             raise ValueError("certs: a cluster needs its certificates folder (attnkit cluster certs DIR)")
         from .autograders.cluster import ClusterAutograder       # imports distributed: cluster grading only
         return ClusterAutograder(course, reports_dir, scheduler, certs, workers=workers, fresh=fresh,
-                                 show_tests=show_tests)
+                                 show_tests=show_tests, warm=warm)
     if grader == "nbgrader":
         if door.configured():
             raise ValueError("grader: on this machine submissions are graded only in the sandbox (attnkit grade's "
@@ -171,7 +173,7 @@ def make_autograder(grader, course, reports_dir, workers=None, fresh=False, show
     if grader != "sandbox":
         raise ValueError(f"grader: expected one of {GRADERS}, got {grader!r}")
     from .autograders.sandboxed import SandboxAutograder        # imports the trusted judges: instructors only
-    return SandboxAutograder(course, reports_dir, workers=workers, fresh=fresh, show_tests=show_tests)
+    return SandboxAutograder(course, reports_dir, workers=workers, fresh=fresh, show_tests=show_tests, warm=warm)
 
 
 def progress_note(record):
@@ -195,7 +197,8 @@ def prepare(course, assignments, submissions, roster, students, autograder=None)
         enrol(course, roster, students)
         warnings += [f"student folder '{s}' is not in the class list; graded anyway"
                      for s in students if roster and s not in roster]
-        records = {(s, a): place(course, submissions, s, a, Path(scratch) / a, autograder=autograder)
+        known = {a: (copies.known(course, a), copies.thresholds(a)) for a in assignments}   # read once a batch
+        records = {(s, a): place(course, submissions, s, a, Path(scratch) / a, autograder=autograder, known=known[a])
                    for a in assignments for s in students}
     for record in records.values():
         if record.status != "pending":
@@ -270,7 +273,7 @@ def enrol(course, roster, students):
             gradebook.update_or_create_student(student, **details)
 
 
-def place(course, submissions, student, assignment, released, copy=True, autograder=None):
+def place(course, submissions, student, assignment, released, copy=True, autograder=None, known=None):
     """Collect one submission into submitted/ (when ``copy`` and it is not there already) and pre-check
     it; 'pending' if gradable.
 
@@ -278,7 +281,8 @@ def place(course, submissions, student, assignment, released, copy=True, autogra
     instructor's notebook graded as the student's) or anything but folders and plain files (copying a
     named pipe would hang the batch) is rejected and not copied. The ``autograder`` triages the pre-check's
     issues (:meth:`~attnkit_grader.autograders.base.Autograder.triage`: the sandboxed grader still grades a
-    notebook nbformat rejects when its cells can be read).
+    notebook nbformat rejects when its cells can be read). ``known``: (solutions, thresholds) the answers are
+    compared with (:mod:`.copies`; default: the assignment's, read here).
     """
     record = SubmissionResult(student, assignment)
     original = submissions / student / assignment
@@ -307,10 +311,12 @@ def place(course, submissions, student, assignment, released, copy=True, autogra
     else:
         translations = [released.parent / name for language, name in course.editions(assignment).items()
                         if name != assignment]
-        issues = check_submission(original, released, course.assignment_dir("source", assignment), translations)
+        solutions, limits = known or (copies.known(course, assignment), copies.thresholds(assignment))
+        issues = check_submission(original, released, course.assignment_dir("source", assignment), translations,
+                                  known=solutions, limits=limits)
         if autograder is not None:
             issues = autograder.triage(issues, original, released)
-        record.issues = [Message.text(issue.reason) for issue in issues]
+        record.issues = [issue.message or Message.text(issue.reason) for issue in issues]
         record.status = "rejected" if any(issue.fatal for issue in issues) else "pending"
     if record.status == "rejected":
         log.warning("%s / %s rejected: %s", student, assignment, "; ".join(record.issue_texts()))
@@ -441,6 +447,9 @@ REPORTS = [
     Report("table.txt", write_table),                  # what the CLI prints
     Report("report.json", write_json),
     Report("similarity.html", write_similarity),       # pairs of alike answers, for a person to read
+    Report("insight.html", insight.write_html),        # what the class got wrong, anonymised (issue 29)
+    Report("insight.json", insight.write_json),
+    Report("insight-labels.csv", insight.write_labels_csv),   # the instructor's key to the insight's labels
 ]
 
 

@@ -3,7 +3,8 @@
 A *fatal* issue means nbgrader cannot grade the submission at all (no notebook, not JSON, not a valid
 notebook): the pipeline skips it and reports the reason. Other issues are remarks for the instructor
 (a deleted test cell, an edited read-only cell, answers left as released, code naming the reference
-solutions, extra or missing files); the submission is graded anyway.
+solutions, an answer as alike to a known solution as a copy (:mod:`.copies`), extra or missing files); the
+submission is graded anyway.
 """
 
 import json
@@ -13,8 +14,9 @@ from pathlib import Path
 import nbformat
 from nbgrader.utils import is_grade, is_locked, is_solution
 
-from . import similarity
+from . import copies
 from .release_cells import grade_id_of
+from .results import Message
 
 # Files a student's tools leave behind; never worth a remark.
 NOISE = {".ipynb_checkpoints", "__pycache__", ".DS_Store",
@@ -26,22 +28,25 @@ REFERENCE_MODULES = ("attnkit_assignments",)
 
 @dataclass(frozen=True)
 class Issue:
-    """One thing wrong with a submission; ``fatal`` when it cannot be graded at all."""
+    """One thing wrong with a submission; ``fatal`` when it cannot be graded at all; ``message``: the reason as
+    a Message, where it was made as one (the reports count those by template)."""
 
     reason: str
     fatal: bool = False
+    message: Message = None
 
     def __str__(self):
         return self.reason
 
 
-def check_submission(submission_dir, release_dir, source_dir=None, editions=()):
+def check_submission(submission_dir, release_dir, source_dir=None, editions=(), known=None, limits=None):
     """Issues of the submission in ``submission_dir`` against the released assignment in ``release_dir``.
 
     ``source_dir`` (the instructor's version, optional) is a second accepted version of read-only cells:
     test cells there may hold hidden tests the release does not show. ``editions``: release folders of the
     assignment's language editions (same notebook names); an answer left as any of them released is
-    unanswered.
+    unanswered. ``known``: the solutions answers are compared with ([copies.Solution], default: the
+    notebook's in ``source_dir``), ``limits`` their thresholds per answer cell (:func:`copies.thresholds`).
     Returns a list of :class:`Issue` (empty when all is well). Never raises for a bad submission;
     raises FileNotFoundError when ``release_dir`` holds no notebook (a broken course, not a bad student).
     """
@@ -57,15 +62,16 @@ def check_submission(submission_dir, release_dir, source_dir=None, editions=()):
         source = Path(source_dir) / released.name if source_dir else None
         releases = [released] + [p for p in translated if p.is_file()]
         issues += check_notebook(submission_dir / released.name, releases,
-                                 source if source and source.is_file() else None)
+                                 source if source and source.is_file() else None, known, limits)
     if any(issue.fatal for issue in issues):
         return issues
     return issues + check_files(submission_dir, release_dir)
 
 
-def check_notebook(path, releases, source=None):
+def check_notebook(path, releases, source=None, known=None, limits=None):
     """Issues of the notebook at ``path``; ``releases``: the released notebooks it may start from (the
-    graded one first, then its language editions); ``source``: the instructor's notebook, or None."""
+    graded one first, then its language editions); ``source``: the instructor's notebook, or None; ``known``
+    and ``limits``: as :func:`check_submission` takes them."""
     if not path.is_file():
         return [missing_notebook(path)]
     notebook, problem = read_notebook(path)
@@ -75,30 +81,31 @@ def check_notebook(path, releases, source=None):
     instructor = nbformat.read(source, as_version=4) if source else None
     versions = released + ([instructor] if instructor is not None else [])
     remarks = cell_changes(notebook, versions, path.name) + answer_remarks(notebook, released, path.name)
-    if instructor is not None:
-        remarks += copy_remarks(notebook, released[0], instructor, path.name)
-    return [Issue(reason) for reason in remarks]
+    issues = [Issue(reason) for reason in remarks]
+    if known is None and instructor is not None:
+        known = [copies.Solution("notebook", Message.make("the notebook's solution"), "notebook",
+                                 copies.answer_cells(source, strip=True))]
+    if known:
+        issues += [Issue(str(remark), message=remark) for remark in copy_remarks(notebook, released[0], known,
+                                                                                  limits or {}, path.name)]
+    return issues
 
 
-SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+COPY = ("{notebook}: answer cell '{cell}' is {alike:.0f}% alike to {solution}, as a pasted or lightly edited "
+        "copy is; flagged for the instructor to read, the score is unchanged")
 
 
-def copy_remarks(notebook, released, source, name):
-    """A remark when the answers resemble the instructor's solution (``source``) as much as a pasted or
-    lightly edited copy does: names, numbers, strings, comments and layout set aside, the code the release
-    gives left out. It flags for a person to read; it never changes a score (the course's own example
-    answers and the known-bug catalogue are built from the solution on purpose)."""
-    original, submitted, solution = nbgrader_cells(released), nbgrader_cells(notebook), nbgrader_cells(source)
-    answers = [g for g, cell in original.items() if is_solution(cell) and cell.cell_type == "code"]
-    mine = "\n\n".join(submitted[g].source for g in answers if g in submitted)
-    theirs = "\n\n".join("\n".join(line for line in solution[g].source.splitlines()
-                                    if line.strip() not in SOLUTION_MARKERS) for g in answers if g in solution)
-    given = set().union(set(), *(similarity.shingles(original[g].source) for g in answers))
-    alike = similarity.resemblance(mine, theirs, given)
-    if alike < similarity.THRESHOLD:
-        return []
-    return [f"{name}: the answer cells are {100 * alike:.0f}% alike to the instructor's solution (a pasted or "
-            f"lightly edited copy looks like this); flagged for the instructor to read, the score is unchanged"]
+def copy_remarks(notebook, released, known, limits, name):
+    """A remark (a Message) per answer cell that resembles one of the ``known`` solutions as much as a pasted
+    or lightly edited copy does (from its threshold in ``limits``): names, numbers, strings, comments and
+    layout set aside, the code the release gives left out. It flags for a person to read; it never changes a
+    score (the course's own example answers and the known-bug catalogue are built from the solutions on
+    purpose)."""
+    original, submitted = nbgrader_cells(released), nbgrader_cells(notebook)
+    answers = {g: cell.source for g, cell in original.items() if is_solution(cell) and cell.cell_type == "code"}
+    mine = {g: submitted[g].source for g in answers if g in submitted and submitted[g].cell_type == "code"}
+    return [Message.make(COPY, notebook=name, cell=flag.cell, alike=100 * flag.alike, solution=flag.solution.label)
+            for flag in copies.flags(mine, answers, known, limits)]
 
 
 def missing_notebook(path):

@@ -7,8 +7,8 @@ submissions are compared by the overlap (Jaccard) of their runs of ``K`` consecu
 the runs of the released notebook itself (the given code everybody shares). Pairs at or above the
 threshold are listed in ``similarity.html``, the two answers side by side, the lines they share marked.
 
-The same measure against the reference solution (:func:`resemblance`) flags pasted or lightly edited
-copies of it in the reports and on the student's feedback page (``precheck``).
+The same measure against every solution the course holds (:func:`resemblance`, :mod:`.copies`) flags pasted
+or lightly edited copies of them in the reports and on the student's feedback page (``precheck``).
 
 This flags; it never changes a score. Resemblance has innocent causes (a short exercise has few good
 answers, students who worked from the same lecture) and the kit's own example class is built from one

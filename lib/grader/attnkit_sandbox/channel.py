@@ -6,16 +6,18 @@ Layout of a scratch folder (``SCRATCH``):
     SCRATCH/out/outputs.npz  arrays the probes got back, keys "probe/key"             (runner writes)
     SCRATCH/out/report.json  what happened to each cell and probe                      (runner writes)
 
-Everything under out/ was written by a process that ran student code, so the trusted side reads it as
-hostile: :func:`read_outputs` never unpickles (``allow_pickle=False``), reads each array's header before
-its data, accepts only plain numeric or bool arrays under a byte budget and keys of the form
-"probe/key"; :func:`read_report` parses JSON of bounded size. Neither raises for bad content.
+Everything the runner produces was made by a process that ran student code, so the trusted side reads it
+as hostile: :func:`decode_outputs` never unpickles (``allow_pickle=False``), reads each array's header
+before its data, accepts only plain numeric or bool arrays under a byte budget and keys of the form
+"probe/key"; :func:`parse_report` parses JSON of bounded size. Neither raises for bad content.
 
-The sandboxed runner sends its files to the parent over a pipe rather than writing host files
-(:func:`send_file`, :func:`parse_channel`): a message is a header line ``NAME LENGTH`` and LENGTH bytes;
-messages with the same name are appended.
+In the sandbox the runner writes no file for the parent: it builds outputs.npz and report.json in memory and
+sends them over a pipe (:func:`send_file`, :func:`parse_channel`: a message is a header line ``NAME LENGTH``
+and LENGTH bytes; messages with the same name are appended), and the parent decodes them from memory. The
+out/ folder and :func:`read_outputs`/:func:`read_report` serve runs without a pipe (in this process, tests).
 """
 
+import io
 import json
 import math
 import os
@@ -117,8 +119,8 @@ def read_inputs(directory):
 
 # --- outputs: runner writes, trusted side reads -----------------------------------------------------------
 
-def write_outputs(directory, outputs):
-    """Write ``outputs`` {probe: {key: ndarray}} to ``directory``/outputs.npz (arrays checked first)."""
+def encode_outputs(outputs):
+    """``outputs`` {probe: {key: ndarray}} as the bytes of an outputs.npz, built in memory (arrays checked first)."""
     arrays = {}
     for probe, values in outputs.items():
         check_name(probe, "outputs: probe name")
@@ -127,29 +129,44 @@ def write_outputs(directory, outputs):
             arrays[f"{probe}/{key}"] = check_array(value, f"outputs[{probe!r}][{key!r}]")
     if len(arrays) > MAX_ARRAYS:
         raise ValueError(f"outputs: {len(arrays)} arrays, over the limit of {MAX_ARRAYS}")
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def write_outputs(directory, outputs):
+    """Write ``outputs`` {probe: {key: ndarray}} to ``directory``/outputs.npz (arrays checked first)."""
+    data = encode_outputs(outputs)
     Path(directory).mkdir(parents=True, exist_ok=True)
-    np.savez(Path(directory) / OUTPUTS_NPZ, **arrays)
+    (Path(directory) / OUTPUTS_NPZ).write_bytes(data)
 
 
 def read_outputs(directory, max_arrays=MAX_ARRAYS, max_array_bytes=MAX_ARRAY_BYTES,
                  max_total_bytes=MAX_TOTAL_BYTES):
-    """({probe: {key: ndarray}}, {probe: reason}) from ``directory`` (untrusted); never raises for its content.
+    """:func:`decode_outputs` of the outputs.npz and report.json in ``directory`` (a run without a pipe)."""
+    path = Path(directory) / OUTPUTS_NPZ
+    data = path.read_bytes() if path.is_file() else None
+    return decode_outputs(data, read_report(directory), max_arrays, max_array_bytes, max_total_bytes)
+
+
+def decode_outputs(data, report, max_arrays=MAX_ARRAYS, max_array_bytes=MAX_ARRAY_BYTES,
+                   max_total_bytes=MAX_TOTAL_BYTES):
+    """({probe: {key: ndarray}}, {probe: reason}) from the bytes of an outputs.npz (None: none was sent) and
+    the runner's ``report`` (a dict), both untrusted; never raises for their content.
 
     A probe with any rejected array is left out of the outputs and gets a reason. Reasons also come
-    from report.json (the runner's record of probes that raised). A problem with the whole file is
+    from the report (the runner's record of probes that raised). A problem with the whole file is
     reported under the key :data:`ANY_PROBE`. A probe missing from both dicts produced nothing.
     """
-    directory = Path(directory)
     errors = {}
-    probes = read_report(directory).get("probes")
+    probes = report.get("probes") if isinstance(report, dict) else None
     for probe, entry in probes.items() if isinstance(probes, dict) else ():
         if NAME.fullmatch(probe) and isinstance(entry, dict) and isinstance(entry.get("error"), str):
             errors[probe] = clip_message(entry["error"]) or "the probe failed"
-    path = directory / OUTPUTS_NPZ
-    if not path.is_file():
+    if data is None:
         return {}, errors
     try:
-        arrays, rejected = load_npz(path, max_arrays, max_array_bytes, max_total_bytes)
+        arrays, rejected = load_npz(io.BytesIO(data), max_arrays, max_array_bytes, max_total_bytes)
     except ExchangeError as error:
         errors[ANY_PROBE] = str(error)
         return {}, errors
@@ -163,24 +180,25 @@ def read_outputs(directory, max_arrays=MAX_ARRAYS, max_array_bytes=MAX_ARRAY_BYT
     return outputs, errors
 
 
-def load_npz(path, max_arrays, max_array_bytes, max_total_bytes):
-    """({"probe/key": ndarray}, {"probe/key": reason}) from an untrusted .npz; ExchangeError for the file."""
+def load_npz(source, max_arrays, max_array_bytes, max_total_bytes, label=OUTPUTS_NPZ):
+    """({"probe/key": ndarray}, {"probe/key": reason}) from an untrusted .npz (a path or a file object);
+    ExchangeError for the file as a whole."""
     arrays, rejected, total = {}, {}, 0
     try:
-        archive = zipfile.ZipFile(path)
+        archive = zipfile.ZipFile(source)
     except (zipfile.BadZipFile, OSError, ValueError) as error:
-        raise ExchangeError(f"{path.name} is not a readable .npz archive ({clip_message(error)})") from None
+        raise ExchangeError(f"{label} is not a readable .npz archive ({clip_message(error)})") from None
     with archive:
         members = archive.infolist()
         if len(members) > max_arrays:
-            raise ExchangeError(f"{path.name} holds {len(members)} arrays, over the limit of {max_arrays}")
+            raise ExchangeError(f"{label} holds {len(members)} arrays, over the limit of {max_arrays}")
         for member in members:
             name = member.filename[:-4] if member.filename.endswith(".npy") else None
             parts = name.split("/") if name else []
             if len(parts) != 2 or not all(NAME.fullmatch(p) for p in parts):
-                raise ExchangeError(f"{path.name}: member {clip_message(member.filename, 80)!r} is not 'probe/key.npy'")
+                raise ExchangeError(f"{label}: member {clip_message(member.filename, 80)!r} is not 'probe/key.npy'")
             if name in arrays or name in rejected:
-                raise ExchangeError(f"{path.name}: array {name!r} appears twice")
+                raise ExchangeError(f"{label}: array {name!r} appears twice")
             try:
                 value = read_member(archive, member, max_array_bytes)
             except ExchangeError as error:
@@ -188,7 +206,7 @@ def load_npz(path, max_arrays, max_array_bytes, max_total_bytes):
                 continue
             total += value.nbytes
             if total > max_total_bytes:
-                raise ExchangeError(f"{path.name}: arrays hold more than {max_total_bytes} bytes together")
+                raise ExchangeError(f"{label}: arrays hold more than {max_total_bytes} bytes together")
             arrays[name] = value
     return arrays, rejected
 
@@ -234,6 +252,11 @@ def read_report(directory, max_bytes=MAX_REPORT_BYTES):
             data = handle.read(max_bytes + 1)
     except OSError:
         return {}
+    return parse_report(data, max_bytes)
+
+
+def parse_report(data, max_bytes=MAX_REPORT_BYTES):
+    """The bytes of a report.json (untrusted) as a dict; {} when too large or not a JSON object."""
     if len(data) > max_bytes:
         return {}
     try:

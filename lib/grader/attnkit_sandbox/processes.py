@@ -3,6 +3,7 @@
 import os
 import signal
 import sys
+import threading
 import time
 
 REAP_SECONDS = 5.0                  # how long the runner keeps killing one step's leftover processes
@@ -105,3 +106,44 @@ def current_limits(cell_timeout, cell_output):
         soft = resource.getrlimit(getattr(resource, f"RLIMIT_{name}"))[0]
         limits[name.lower()] = None if soft == resource.RLIM_INFINITY else soft
     return limits
+
+
+def yield_to_the_runner():
+    """In a process the notebook forks: the lowest CPU priority, so the runner keeps its share of the quota.
+
+    Inside the sandbox's CPU quota a fork bomb's spinning children would otherwise share the CPU equally
+    with the runner, which must still see the cell's timeout, reap and report; a process forked from the
+    warm zygote costs milliseconds of CPU to fork, so a starved runner could not even reach the process
+    limit. An unprivileged process cannot raise its priority again. A child started without Python's
+    fork hooks (subprocess, ctypes) keeps the runner's priority: this is fairness, not a limit.
+    """
+    try:
+        os.nice(19)
+    except OSError:
+        pass
+
+
+# --- the watchdog: a step that ignores its timeout ends the process ---------------------------------------
+
+class Watchdog(threading.Thread):
+    """Ends the process (after telling the parent) when a step runs ``grace`` s past its timeout."""
+
+    def __init__(self, say, grace, status):
+        super().__init__(daemon=True, name="attnkit-watchdog")
+        self.say, self.grace, self.status = say, grace, status
+        self.deadline, self.step, self.wake = None, None, threading.Event()
+        self._exit = os._exit                 # bound now: student code may replace os._exit later
+
+    def arm(self, step, seconds):
+        self.step, self.deadline = step, time.monotonic() + seconds + self.grace
+
+    def disarm(self):
+        self.deadline = None
+
+    def run(self):
+        while True:
+            self.wake.wait(0.25)
+            deadline, step = self.deadline, self.step
+            if deadline is not None and time.monotonic() > deadline:
+                self.say({"event": "stuck", "step": step})
+                self._exit(self.status)

@@ -7,9 +7,10 @@ Reads SCRATCH_DIR/notebook.ipynb with plain ``json`` and tolerates anything (not
 odd types); runs the code cells in order in one fresh namespace (``__name__ == "__main__"``), each under
 a timeout (SIGALRM), capturing its stdout and stderr up to a byte cap; then calls each probe of
 ``PROBES`` (from ``attnkit_assignments.<assignment>.probes`` or --probes) on the inputs the trusted grader put
-in SCRATCH_DIR (see :mod:`attnkit_sandbox.channel`). Writes OUT/outputs.npz and OUT/report.json
-(OUT defaults to SCRATCH_DIR/out). With --channel FD it also sends one progress line per cell and, at
-the end, both files over that pipe: in the sandbox nothing the parent reads is written to a host folder.
+in SCRATCH_DIR (see :mod:`attnkit_sandbox.channel`). Makes outputs.npz and report.json in memory and, with
+--channel FD, sends them (after one progress line per cell) over that pipe: in the sandbox nothing the
+parent reads is written to a file on either side. Without a pipe it writes them into OUT (default
+SCRATCH_DIR/out).
 
 No Jupyter: a plain interpreter starts much faster than a kernel. IPython syntax is handled minimally:
 a cell that is not valid Python has its ``%magic`` and ``!shell`` lines skipped (``%time``/``%%time``
@@ -42,7 +43,8 @@ from . import channel
 from .cells import (EXPECTED, MAX_NOTEBOOK_BYTES, NOTEBOOK, compile_cell, expected_cells, python_source,  # noqa: F401
                     read_cells, read_expected, structure_remarks)
 from .probe_sets import probes_of
-from .processes import close_figures, cpu_seconds, current_limits, kill_others, peak_memory
+from .processes import (Watchdog, close_figures, cpu_seconds, current_limits, kill_others, peak_memory,
+                        yield_to_the_runner)
 
 CELL_TIMEOUT = 30.0                 # seconds, as nbgrader_config.py sets for nbgrader
 CELL_OUTPUT = 20_000                # bytes kept of each of a cell's stdout and stderr
@@ -96,31 +98,6 @@ class CappedStream:
         return b"".join(self.parts).decode("utf-8", "replace")
 
 
-# --- the watchdog: a step that ignores its timeout ends the process ---------------------------------------
-
-class Watchdog(threading.Thread):
-    """Ends the process (after telling the parent) when a step runs ``grace`` s past its timeout."""
-
-    def __init__(self, say, grace=STUCK_GRACE):
-        super().__init__(daemon=True, name="attnkit-watchdog")
-        self.say, self.grace, self.deadline, self.step, self.wake = say, grace, None, None, threading.Event()
-        self._exit = os._exit                 # bound now: student code may replace os._exit later
-
-    def arm(self, step, seconds):
-        self.step, self.deadline = step, time.monotonic() + seconds + self.grace
-
-    def disarm(self):
-        self.deadline = None
-
-    def run(self):
-        while True:
-            self.wake.wait(0.25)
-            deadline, step = self.deadline, self.step
-            if deadline is not None and time.monotonic() > deadline:
-                self.say({"event": "stuck", "step": step})
-                self._exit(EXIT_STUCK)
-
-
 # --- the run ----------------------------------------------------------------------------------------------
 
 class Runner:
@@ -140,7 +117,7 @@ class Runner:
         self.cell_timeout, self.cell_output, self.skip = cell_timeout, cell_output, set(skip)
         self.pipe = pipe
         # The watchdog ends the whole process: only for the command line, never for an in-process run.
-        self.watchdog = Watchdog(self.say, grace) if grace is not None else None
+        self.watchdog = Watchdog(self.say, grace, EXIT_STUCK) if grace is not None else None
         self.pid = os.getpid()                 # a process the notebook forked must not speak for it
         self.reap = reap
         self.report = {"version": 1, "status": "ok", "reason": None, "remarks": [], "cells": [], "probes": {},
@@ -204,7 +181,7 @@ class Runner:
             return record
         stdout, stderr = CappedStream(self.cell_output), CappedStream(self.cell_output)
         threads = set(threading.enumerate())
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         try:
             body, last = compile_cell(code, filename)
         except (SyntaxError, ValueError) as error:
@@ -222,6 +199,7 @@ class Runner:
             if value is not None:
                 record["result"] = value
         record["seconds"] = round(time.perf_counter() - start, 4)
+        record["cpu"] = round(time.process_time() - cpu, 4)      # the cell's own CPU: the floor of grading it
         record.update(self.leftovers(threads))
         for name, stream in (("stdout", stdout), ("stderr", stderr)):
             text = stream.text()[:self.output_room]
@@ -311,10 +289,11 @@ class Runner:
             arrays = {key: value.copy() for key, value in entry.get("arrays", {}).items()}
             params = json.loads(json.dumps(entry.get("params", {})))   # a fresh copy for each probe
             sink = CappedStream(0)                     # what student code prints during a probe is dropped
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             status, result = self.guarded(f"probe {name}", lambda: probe.run(namespace, arrays, params),
                                           None, sink, sink)
             record["seconds"] = round(time.perf_counter() - start, 4)
+            record["cpu"] = round(time.process_time() - cpu, 4)
             record.update(self.leftovers())
             if status["status"] == "ok":
                 try:
@@ -327,19 +306,22 @@ class Runner:
             self.say({"event": "done", "probe": name, "status": record["status"]})
 
     def write(self):
-        """outputs.npz and report.json into ``out``; then both (and nothing else) over the channel."""
+        """outputs.npz and report.json, built in memory: over the channel when there is one (and nothing else
+        is sent), else into ``out``."""
         if os.getpid() != self.pid:
             return
-        self.out.mkdir(parents=True, exist_ok=True)
-        channel.write_outputs(self.out, self.outputs)
-        text = json.dumps(self.report, indent=1, sort_keys=True, default=repr)
-        (self.out / channel.REPORT_JSON).write_text(text + "\n", encoding="utf-8")
-        if self.pipe is not None:
-            for name in (channel.OUTPUTS_NPZ, channel.REPORT_JSON):
-                try:
-                    channel.send_file(self.pipe, name, (self.out / name).read_bytes())
-                except OSError:
-                    pass
+        files = {channel.OUTPUTS_NPZ: channel.encode_outputs(self.outputs),
+                 channel.REPORT_JSON: json.dumps(self.report, indent=1, sort_keys=True, default=repr).encode() + b"\n"}
+        if self.pipe is None:
+            self.out.mkdir(parents=True, exist_ok=True)
+            for name, data in files.items():
+                (self.out / name).write_bytes(data)
+            return
+        for name, data in files.items():
+            try:
+                channel.send_file(self.pipe, name, data)
+            except OSError:
+                pass
 
 
 def checked_outputs(result, probe):
@@ -484,6 +466,8 @@ def main(argv=None):
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # over the file-size limit: an OSError, not death
     if args.channel is not None:
         os.set_inheritable(args.channel, False)     # no subprocess of the notebook gets the pipe
+    if args.reap:
+        os.register_at_fork(after_in_child=yield_to_the_runner)
     skip = {int(n) for n in args.skip.split(",") if n.strip().isdigit()}
     runner = Runner(args.scratch, None, args.assignment, args.probes, args.cell_timeout, CELL_OUTPUT,
                     skip, args.channel, grace=args.grace, reap=args.reap)

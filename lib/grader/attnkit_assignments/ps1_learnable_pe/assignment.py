@@ -2,7 +2,7 @@
 
 from attnkit_grader.authoring import Assignment
 
-from . import bugs, checks, examples, mutation, reference
+from . import bugs, checks, copies, examples, mutation, reference
 
 ASSIGNMENT = Assignment(
     name="ps1_learnable_pe",
@@ -15,4 +15,6 @@ ASSIGNMENT = Assignment(
     behaviour=mutation.behaviour,
     survivors=mutation.SURVIVORS,
     examples=examples.submissions,
+    independent_answers=copies.ANSWERS,
+    copy_thresholds=copies.THRESHOLDS,
 )

@@ -99,6 +99,28 @@ EXPECTED = {
 BUGS = [replace(bug, points=EXPECTED[bug.name][0], fails=tuple(EXPECTED[bug.name][1].split()))
         for bug in BUGS]
 
+# Where the course teaches the right thing (the insight report shows it beside each mistake; a test resolves
+# every link to a heading of the lecture or of the exercise).
+_EXERCISE = "assignments/ps1_learnable_pe#exercise-1--learnablepositionalencoding-6-points"
+_LEARNED = "lectures/03_positional_encoding#8-preview-learned-and-relative-encodings"
+_TABLE_ADDED = "lectures/03_positional_encoding#2-the-sinusoidal-table"
+TEACHES = {
+    "table_buffer": (_LEARNED, _EXERCISE),
+    "table_plain_tensor": (_LEARNED, _EXERCISE),
+    "table_frozen": (_LEARNED, _EXERCISE),
+    "table_detached": (_LEARNED, _EXERCISE),
+    "table_not_sliced": (_TABLE_ADDED, _EXERCISE),
+    "table_last_rows": (_TABLE_ADDED, _EXERCISE),
+    "table_off_by_one": (_TABLE_ADDED, _EXERCISE),
+    "input_scaled": (_TABLE_ADDED, _EXERCISE),
+    "dropout_before_add": (_TABLE_ADDED, _EXERCISE),
+    "dropout_missing": (_TABLE_ADDED, _EXERCISE),
+    "dropout_fixed": (_TABLE_ADDED, _EXERCISE),
+    "default_max_len": (_TABLE_ADDED, _EXERCISE),
+    "no_length_check": (_LEARNED, _EXERCISE),
+}
+BUGS = [replace(bug, teaches=TEACHES[bug.name]) for bug in BUGS]
+
 # Correct answers in other styles than the reference: each must pass every visible check and earn full
 # marks (no false alarm). The notebook's own solution (an nn.Embedding table) is tested beside them.
 ALTERNATIVES = [

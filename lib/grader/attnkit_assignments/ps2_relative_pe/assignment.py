@@ -2,7 +2,7 @@
 
 from attnkit_grader.authoring import Assignment
 
-from . import bugs, checks, examples, mutation, reference
+from . import bugs, checks, copies, examples, mutation, reference
 
 ASSIGNMENT = Assignment(
     name="ps2_relative_pe",
@@ -18,4 +18,6 @@ ASSIGNMENT = Assignment(
     # catalogue and the tests grade at L = 512, where the same bugs show
     quick_sizes={"memory_length": 512, "memory_head_dim": 16},
     examples=examples.submissions,
+    independent_answers=copies.ANSWERS,
+    copy_thresholds=copies.THRESHOLDS,
 )

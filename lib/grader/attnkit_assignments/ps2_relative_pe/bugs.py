@@ -229,6 +229,54 @@ EXPECTED = {
 BUGS = [replace(bug, points=EXPECTED[bug.name][0], fails=tuple(EXPECTED[bug.name][1].split()))
         for bug in BUGS]
 
+# Where the course teaches the right thing (the insight report shows it beside each mistake; a test resolves
+# every link to a heading of the lecture or of the exercise).
+_INDEX = "assignments/ps2_relative_pe#exercise-1--the-relative-position-index-3-points"
+_ATTENTION = "assignments/ps2_relative_pe#exercise-2--relative-multi-head-attention-8-points"
+_SKEW = "assignments/ps2_relative_pe#exercise-3--skewing-4-points"
+_CAUSAL = "assignments/ps2_relative_pe#exercise-4--causal-relative-attention-naive-and-skewed-5-points"
+_RELATIVE = "lectures/03_positional_encoding#8-preview-learned-and-relative-encodings"
+_SCALE = "lectures/01_self_attention#4-why-divide-by-sqrt-d"
+_SOFTMAX = "lectures/01_self_attention#32-the-same-computation-in-pytorch"
+_MASKS = "lectures/01_self_attention#61-padding-masks-and-causal-masks"
+_EMPTY = "lectures/01_self_attention#63-a-query-that-may-see-nothing"
+_FORMULAS = "lectures/04_multihead_attention#2-the-model-in-formulas"
+_HEADS = "lectures/04_multihead_attention#4-all-heads-in-one-batched-product"
+_ONE_HEAD = "lectures/04_multihead_attention#3-the-formula-one-head-at-a-time"
+TEACHES = {
+    "index_i_minus_j": (_RELATIVE, _INDEX),
+    "index_not_shifted": (_RELATIVE, _INDEX),
+    "index_not_clipped": (_RELATIVE, _INDEX),
+    "index_clipped_after_shift": (_RELATIVE, _INDEX),
+    "index_int32": (_RELATIVE, _INDEX),
+    "scale_num_hiddens": (_SCALE, _FORMULAS, _ATTENTION),
+    "scale_num_hiddens_no_root": (_SCALE, _FORMULAS, _ATTENTION),
+    "scale_missing": (_SCALE, _ATTENTION),
+    "scale_content_only": (_SCALE, _RELATIVE, _ATTENTION),
+    "relative_keys_missing": (_RELATIVE, _ATTENTION),
+    "relative_values_missing": (_RELATIVE, _ATTENTION),
+    "relative_rows_reversed": (_RELATIVE, _ATTENTION),
+    "softmax_wrong_axis": (_SOFTMAX, _ATTENTION),
+    "heads_split_wrong": (_HEADS, _ATTENTION),
+    "valid_lens_ignored": (_MASKS, _HEADS, _ATTENTION),
+    "empty_rows_nan": (_EMPTY, _ATTENTION),
+    "dropout_on_output": (_HEADS, _ATTENTION),
+    "dropout_missing": (_HEADS, _ATTENTION),
+    "tables_are_buffers": (_RELATIVE, _ATTENTION),
+    "table_detached": (_RELATIVE, _ATTENTION),
+    "tables_num_hiddens_wide": (_FORMULAS, _ATTENTION),
+    "bias_default_true": (_ONE_HEAD, _ATTENTION),
+    "skew_pad_right": (_RELATIVE, _SKEW),
+    "skew_wrong_rows": (_RELATIVE, _SKEW),
+    "skew_float32": (_RELATIVE, _SKEW),
+    "causal_mask_off_by_one": (_MASKS, _CAUSAL),
+    "naive_rows_reversed": (_RELATIVE, _CAUSAL),
+    "skewed_rows_reversed": (_RELATIVE, _CAUSAL),
+    "skewed_scale_value_width": (_SCALE, _CAUSAL),
+    "skewed_scale_missing": (_SCALE, _CAUSAL),
+}
+BUGS = [replace(bug, teaches=TEACHES[bug.name]) for bug in BUGS]
+
 # Correct answers in other styles than the reference: each must pass every visible check and earn full
 # marks (no false alarm). The notebook's own solution (nn.Embedding tables, attnkit.masked_softmax,
 # einsum over the gathered rows) is tested beside them.

@@ -31,13 +31,13 @@ stale nbgrader feedback/ pages) of the graded submissions; submitted/ is only re
 """
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import hashlib
 import json
 import logging
 import os
 import queue
-import re
 import shutil
 import time
 import warnings
@@ -46,6 +46,7 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook
 from nbgrader.utils import parse_utc
+import torch
 from sqlalchemy.exc import SAWarning
 
 import attnkit
@@ -55,6 +56,7 @@ from attnkit_sandbox import channel, runner
 from .. import authoring, autograded_notebook, feedback, files, judging
 from ..files import remove
 from ..isolation import bwrap, door, notebook_run, slots, staging
+from ..isolation import warm as warm_start
 from ..isolation.limits import Limits, worker_uid
 from ..late import apply_late_penalty
 from ..journal import Journal
@@ -63,13 +65,13 @@ from ..judging import registry
 from ..release_cells import Release
 from ..precheck import Issue
 from ..results import CellResult, Message, SubmissionResult
-from .base import Autograder, failed, issues_from_cells
+from .base import Autograder, failed
+from .runs import cell_issues, cell_label, dying_cell, names_cell, plain_cells
 
 log = logging.getLogger(__name__)
 
 GRADER_VERSION = 4                # 4: journal lines are result records (attnkit_grader.results)
 RETRIES = 2                       # runs again without a cell that killed the run, at most this often
-CELL_WORDS = 200                  # characters kept of a cell's error for the reports
 KEY_VARIABLE = "ATTNKIT_GRADING_KEY"   # optional secret mixed into the input seeds
 
 
@@ -120,65 +122,8 @@ class Run:
     answered: dict = field(default_factory=dict)    # {grade_id: True} answer cells changed since the release
     skipped: list = field(default_factory=list)     # [(cell number, why the run ended there)]
     stderr: str = ""
-
-
-def dying_cell(run):
-    """The cell number a run ended in when it ended abnormally (crash, wall clock, flood, stuck), else None."""
-    if run.result.reason is None and run.report.get("status") != "crashed":
-        return None
-    current = None
-    for event in channel.decode_jsonl(run.result.files.get(channel.PROGRESS_JSONL, b"")):
-        kind = event.get("event")
-        if kind == "start":
-            current = event.get("cell") if isinstance(event.get("cell"), int) else None
-        elif kind == "done":
-            current = None
-    return current
-
-
-def plain_cells(report):
-    """The runner's cell records (untrusted JSON) reduced to index (int), grade_id, status, error, clipped."""
-    cells = []
-    for cell in report.get("cells", []) if isinstance(report.get("cells"), list) else []:
-        if not isinstance(cell, dict):
-            continue
-        index = cell.get("index")
-        grade_id = cell.get("grade_id")
-        cells.append({"index": index if isinstance(index, int) and not isinstance(index, bool) else None,
-                      "grade_id": clip(grade_id, 64) if isinstance(grade_id, str) else None,
-                      "status": clip(cell.get("status"), 20), "error": clip(cell.get("error"))})
-    return cells
-
-
-def cell_label(cell):
-    grade_id = cell.get("grade_id")
-    return f"cell {cell.get('index')}" + (f" ('{grade_id}')" if isinstance(grade_id, str) else "")
-
-
-def clip(text, limit=CELL_WORDS):
-    return channel.clip_message(text, limit) if isinstance(text, str) else ""
-
-
-def names_cell(text, number):
-    """True when ``text`` (a reason) already speaks of cell ``number``."""
-    return bool(text) and number is not None and re.search(rf"\bcell {re.escape(str(number))}\b", text) is not None
-
-
-def cell_issues(report, release, reason):
-    """Remarks on the run (Messages), in the words the nbgrader path uses: timeouts, errors outside test
-    cells, then the runner's own remarks (untrusted text, shown as it is)."""
-    tests = {grade_id for grade_id, kind, _, _ in release.cells if kind == "test"}
-    outcomes = [(cell_label(cell), cell["status"], cell.get("grade_id") in tests,
-                 cell["error"] or Message.make("ran over its time limit") if cell["status"] == "timeout"
-                 else cell["error"])
-                for cell in plain_cells(report) if not names_cell(reason, cell["index"])]   # the reason says it
-    issues = issues_from_cells(outcomes)
-    for remark in report.get("remarks", []) if isinstance(report.get("remarks"), list) else []:
-        if isinstance(remark, str) and "deleted?" not in remark:
-            issue = Message.text(clip(remark, 300))
-            if issue not in issues:
-                issues.append(issue)
-    return issues
+    cpu_seconds: float = None                       # of its sandboxes' processes, from their cgroups (all tries)
+    warm: bool = False                              # forked from a warm zygote
 
 
 def runnable(submission, released):
@@ -194,13 +139,15 @@ class SandboxAutograder(Autograder):
     ``output_dir``: the grader's own folder (scratch, journal, feedback, logs); ``workers``: size of the
     pool (default: the number of CPU cores); ``fresh``: ignore the journal of earlier runs;
     ``show_tests``: put the release's visible test cells in the feedback; ``key``: a secret mixed into
-    the input seeds (default: $ATTNKIT_GRADING_KEY, else none).
+    the input seeds (default: $ATTNKIT_GRADING_KEY, else none); ``warm``: fork each run from a worker's warm
+    zygote (:mod:`..isolation.warm`; default: where this process is root), False for a fresh interpreter
+    per run (a door decides for itself).
     """
 
     local = True                  # its sandboxes start on this machine (False: a subclass's start elsewhere)
 
     def __init__(self, course, output_dir, workers=None, limits=None, cell_timeout=None, fresh=False,
-                 show_tests=False, key=None, retries=RETRIES, door_program=None):
+                 show_tests=False, key=None, retries=RETRIES, door_program=None, warm=None):
         self.door_program = door_program or door.configured()
         if self.door_program is None and self.local:
             bwrap.check_available()
@@ -220,7 +167,9 @@ class SandboxAutograder(Autograder):
             self.journal.start_afresh()
         self.releases = {}
         self.box = None
-        self.doors = {}
+        self.warm = warm_start.available() if warm is None else bool(warm)
+        self.sessions = {}           # slot -> its door session or its warm sandbox
+        self.gradebook = None        # one connection for the batch, in the main thread only
 
     # --- setting up --------------------------------------------------------------------------------------
     def release(self, assignment):
@@ -286,15 +235,30 @@ class SandboxAutograder(Autograder):
         return self.box
 
     def launcher(self, slot):
-        """What runs worker ``slot``'s sandboxes: the batch's Sandbox, or that worker's session with the door."""
-        if self.door_program is None:
+        """What runs worker ``slot``'s sandboxes: that worker's session with the door, its warm sandbox (a
+        zygote of its own), or the batch's cold Sandbox."""
+        if self.door_program is None and not self.warm:
             return self.box
-        if slot not in self.doors:
-            self.doors[slot] = door.Door(self.door_program, self.limits)
-        return self.doors[slot]
+        if slot not in self.sessions:
+            self.sessions[slot] = door.Door(self.door_program, self.limits) if self.door_program else \
+                warm_start.WarmSandbox(self.box.public_dir, self.limits)
+        return self.sessions[slot]
 
     # --- the batch -------------------------------------------------------------------------------------------
     def run(self, jobs):
+        # The judge's tensors are small: on one thread. torch's default of one OpenMP thread per core spins
+        # between operations and took a core's worth of CPU from the sandboxes (4x this process's CPU).
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            yield from self.batch(jobs)
+        finally:
+            torch.set_num_threads(threads)
+            if self.gradebook is not None:
+                self.gradebook.close()
+                self.gradebook = None
+
+    def batch(self, jobs):
         plans = []
         for job in jobs:
             try:
@@ -362,9 +326,9 @@ class SandboxAutograder(Autograder):
                 for _, handle in claimed:
                     if handle is not None:
                         handle.close()
-                for session in self.doors.values():
+                for session in self.sessions.values():
                     session.close()
-                self.doors.clear()
+                self.sessions.clear()
 
     def run_one(self, plan, slot):
         """In a worker thread: the notebook in a sandbox (again without a cell that killed the run)."""
@@ -380,24 +344,26 @@ class SandboxAutograder(Autograder):
             raise RuntimeError(f"{plan.path} changed while the batch was running; grade it again")
         prepared.write_bytes(release.restored(data))
         inputs = registry.make_inputs(job.assignment, plan.seed)
-        skipped = []
+        skipped, cpu = [], []
         try:
             while True:
-                result = notebook_run.run_notebook(self.launcher(slot), prepared, scratch, assignment=job.assignment, inputs=inputs,
-                                              limits=limits, expected=release.expected,
-                                              cell_timeout=self.cell_timeout, skip=[n for n, _ in skipped])
+                result = notebook_run.run_notebook(self.launcher(slot), prepared, scratch, assignment=job.assignment,
+                                                   inputs=inputs, limits=limits, expected=release.expected,
+                                                   cell_timeout=self.cell_timeout, skip=[n for n, _ in skipped])
+                cpu.append(result.result.cpu_seconds)
                 cell = dying_cell(result)
                 if cell is None or len(skipped) >= self.retries or not result.result.started:
                     break
                 skipped.append((cell, result.reason or "the run ended there"))
-            outputs, errors = channel.read_outputs(result.out_dir)
+            outputs, errors = result.outputs, result.errors
             self.keep_report(job, result.report)
         finally:
             remove(scratch)
             prepared.unlink(missing_ok=True)
         stderr = result.result.stderr.decode("utf-8", "replace")[-4000:]
         return Run(result.report, result.reason, result.result.started, outputs, errors, inputs,
-                   time.perf_counter() - start, release.answers(data), skipped, stderr)
+                   time.perf_counter() - start, release.answers(data), skipped, stderr,
+                   round(sum(cpu), 3) if None not in cpu else None, result.result.warm)
 
     def keep_report(self, job, report):
         self.logs_dir.mkdir(parents=True, exist_ok=True)
@@ -432,7 +398,8 @@ class SandboxAutograder(Autograder):
                                 sha256=plan.sha256, grader=grader, notebook=release.name, seed=str(plan.seed),
                                 reason=reason,
                                 run={"cells": plain_cells(done.report), "answered": answered,
-                                     "outputs": autograded_notebook.captured(done.report, done.skipped)})
+                                     "outputs": autograded_notebook.captured(done.report, done.skipped),
+                                     "cpu_seconds": done.cpu_seconds, "warm": done.warm})
 
     @staticmethod
     def grade_id_at(report, number):
@@ -486,7 +453,10 @@ class SandboxAutograder(Autograder):
         job = plan.job
         extra = {"timestamp": plan.timestamp} if plan.timestamp else {}
         answered, scores = result.run.get("answered", {}), result.scores()
-        with Gradebook(self.course.db_url, self.course.course_id) as gradebook, warnings.catch_warnings():
+        if self.gradebook is None:
+            self.gradebook = Gradebook(self.course.db_url, self.course.course_id)
+        gradebook = self.gradebook
+        with warnings.catch_warnings(), rolled_back_on_error(gradebook):
             # nbgrader 0.9.6 + SQLAlchemy 2 warn (harmlessly) when a submission is first created
             warnings.filterwarnings("ignore", "Object of type .* not in session", SAWarning)
             submission = gradebook.update_or_create_submission(job.assignment, job.student, **extra)
@@ -502,6 +472,16 @@ class SandboxAutograder(Autograder):
                         comment.auto_comment = None if answered[comment.name] else "No response."
             gradebook.db.commit()
             apply_late_penalty(self.course.config, gradebook, submission, job.student)
+
+
+@contextlib.contextmanager
+def rolled_back_on_error(gradebook):
+    """The batch's gradebook connection stays usable after a failed write (its transaction rolled back)."""
+    try:
+        yield
+    except BaseException:
+        gradebook.db.rollback()
+        raise
 
 
 def read_timestamp(folder):

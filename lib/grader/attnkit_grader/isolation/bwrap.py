@@ -86,6 +86,8 @@ class SandboxResult:
     oom_killed: bool = False         # the cgroup's memory limit was hit and the kernel killed a process
     cgroup: str = None               # "v1" or "v2" when a cgroup capped the whole sandbox, else None
     seccomp: bool = False            # whether the system-call filter was installed (x86_64 and aarch64)
+    cpu_seconds: float = None        # CPU time of all its processes together, from its cgroup (where one was made)
+    warm: bool = False               # forked from a warm zygote (:mod:`.warm`) rather than started afresh
     stdout: bytes = b""              # the first Limits.output bytes
     stderr: bytes = b""
     files: dict = field(default_factory=dict)    # {name: bytes} the command sent on the pipe
@@ -156,10 +158,12 @@ def check_available():
 
 # --- the bwrap command ----------------------------------------------------------------------------------------
 
-def system_mounts(root="", devices=True):
+def system_mounts(root="", devices=True, own_mount=False):
     """Read-only /usr, the /bin and /lib links (or folders) and the few /etc files programs need, and
-    (``devices``) a /dev and a /proc, under ``root`` (a folder of the sandbox, e.g. JAIL)."""
-    args = (["--perms", "0755", "--dir", root] if root else []) + ["--ro-bind", "/usr", f"{root}/usr"]
+    (``devices``) a /dev and a /proc, under ``root`` (a folder of the sandbox, e.g. JAIL; with ``own_mount``
+    a tmpfs of its own, so that a process chrooted there can change the propagation of its mounts)."""
+    args = (["--perms", "0755", "--tmpfs" if own_mount else "--dir", root] if root else []) + \
+        ["--ro-bind", "/usr", f"{root}/usr"]
     for name in SYSTEM_LINKS:
         path = Path("/") / name
         if path.is_symlink():
@@ -219,6 +223,18 @@ class Sandbox:
             args += ["--ro-bind", str(root), f"{jail}{root}"]
         return args
 
+    def tree(self, limits, jail, own_mount=False):
+        """bwrap's arguments for the sandbox's file tree under ``jail``: system folders, /tmp, the font list,
+        the interpreter, the staged packages at PUBLIC, an empty /scratch (see :func:`system_mounts`)."""
+        # /tmp's tmpfs comes first: an interpreter or virtual environment living under /tmp (a CI clone)
+        # is then bound on top of it instead of being hidden by it.
+        return [*(system_mounts(devices=False) if jail else []), *system_mounts(jail, own_mount=own_mount),
+                "--perms", "01777", "--size", str(limits.tmp_size), "--tmpfs", f"{jail}/tmp",
+                *self.font_cache_mount(jail),
+                *self.python_mounts(jail),
+                "--perms", "0755", "--dir", f"{jail}/opt", "--ro-bind", str(self.public_dir), f"{jail}{PUBLIC}",
+                "--perms", "01777", "--size", str(limits.scratch_size), "--tmpfs", f"{jail}{SCRATCH}"]
+
     def command(self, argv, scratch_dir, limits, channel_fd, status_fd, seccomp_fd=None):
         """The full bwrap command line for ``argv`` (python -> this interpreter); ``seccomp_fd``: a pipe
         holding the system-call filter (see :mod:`.seccomp`), or None for none."""
@@ -227,14 +243,7 @@ class Sandbox:
         # As root, the sandbox's tree is built in JAIL and the command chrooted there; the root itself
         # holds the system folders only, for prlimit and chroot.
         jail = JAIL if self.as_root else ""
-        # /tmp's tmpfs comes first: an interpreter or virtual environment living under /tmp (a CI clone)
-        # is then bound on top of it instead of being hidden by it.
-        args = [self.bwrap, *(system_mounts(devices=False) if jail else []), *system_mounts(jail),
-                "--perms", "01777", "--size", str(limits.tmp_size), "--tmpfs", f"{jail}/tmp",
-                *self.font_cache_mount(jail),
-                *self.python_mounts(jail),
-                "--perms", "0755", "--dir", f"{jail}/opt", "--ro-bind", str(self.public_dir), f"{jail}{PUBLIC}",
-                "--perms", "01777", "--size", str(limits.scratch_size), "--tmpfs", f"{jail}{SCRATCH}"]
+        args = [self.bwrap, *self.tree(limits, jail)]
         for entry in sorted(Path(scratch_dir).absolute().iterdir()):
             if entry.name != channel.OUT_DIR:
                 args += ["--ro-bind", str(entry), f"{jail}{SCRATCH}/{entry.name}"]
@@ -313,72 +322,100 @@ class Sandbox:
             return SandboxResult(False, reason=f"the sandbox could not start: {error}")
         for fd in child_fds:
             os.close(fd)
+        result = None
         try:
             result = self.watch(process, channel_r, status_r, limits, start)
         finally:
-            oom_killed = group.oom_killed() if group else False
-            if group:
-                group.remove()
-        result.oom_killed, result.cgroup = oom_killed, group.version if group else None
+            finish(result, group, limits)
         result.seccomp = seccomp is not None
-        if result.oom_killed and not result.timed_out:
-            who = "killed" if result.exit_code else "one of its processes was killed"
-            result.reason = f"{who}: its processes together went over the memory limit of {human(limits.total_memory)}"
         return result
 
     def watch(self, process, channel_r, status_r, limits, start):
         """Collect output, pipe and status until the sandbox ends; kill it at a limit."""
         streams = {process.stdout.fileno(): "stdout", process.stderr.fileno(): "stderr",
                    channel_r: "channel", status_r: "status"}
-        data = {name: bytearray() for name in streams.values()}
-        result = SandboxResult(True)
-        selector = selectors.DefaultSelector()
-        for fd in streams:
-            os.set_blocking(fd, False)
-            selector.register(fd, selectors.EVENT_READ)
-        deadline, exited_at, status = start + limits.wall_seconds, None, None
-        while exited_at is None or selector.get_map():
-            now = time.monotonic()
-            if now > deadline and exited_at is None and not result.timed_out:
-                result.timed_out = True
-                kill_group(process, data["status"])
-            if exited_at is None:
-                pid, status = os.waitpid(process.pid, os.WNOHANG)
-                exited_at = now if pid else None
-            elif now > exited_at + 2:
-                break                                  # a straggler holds a pipe open: stop listening
-            if not selector.get_map():
-                time.sleep(0.02)
-            for key, _ in selector.select(timeout=0.05) if selector.get_map() else ():
-                try:
-                    chunk = os.read(key.fd, 1 << 16)
-                except BlockingIOError:
-                    continue
-                if not chunk:
-                    selector.unregister(key.fd)
-                    continue
-                name = streams[key.fd]
-                data[name] += chunk
-                if name in ("stdout", "stderr") and len(data["stdout"]) + len(data["stderr"]) > limits.output:
-                    result.output_exceeded = True
-                    selector.unregister(key.fd)
-                    kill_group(process, data["status"])
-                elif name == "channel" and len(data["channel"]) > limits.channel:
-                    result.channel_exceeded = True
-                    selector.unregister(key.fd)
-                    kill_group(process, data["status"])
-        selector.close()
+        waited = {}
+
+        def ended():
+            pid, status = os.waitpid(process.pid, os.WNOHANG)
+            if pid:
+                waited["status"] = status
+            return bool(pid)
+
+        result, data = collect(streams, ended, lambda data: kill_group(process, data["status"]), limits, start)
         for fd in (channel_r, status_r):
             os.close(fd)
         process.stdout.close()
         process.stderr.close()
-        process.returncode = os.waitstatus_to_exitcode(status)
+        process.returncode = os.waitstatus_to_exitcode(waited["status"])
         wait_for_namespace_end(status_events(data["status"]).get("child-pid"))
         result.seconds = round(time.monotonic() - start, 3)
-        result.stdout, result.stderr = bytes(data["stdout"][:limits.output]), bytes(data["stderr"][:limits.output])
-        result.files, _ = channel.parse_channel(bytes(data["channel"][:limits.channel]))
         record_exit(result, process.returncode, data["status"], limits)
         return result
+
+    def close(self):
+        """Nothing to end: each run is a process of its own (the warm launcher's close ends its zygote)."""
+
+
+def collect(streams, ended, kill, limits, start):
+    """Read a sandbox's pipes ``streams`` ({fd: name}) until ``ended()`` says it has ended and they are closed
+    (or 2 s after it ended: a straggler may hold one open); ``kill(data)`` it at the wall clock or past the
+    output or channel limit (``data``: what was read so far, by stream). Returns (SandboxResult with its flags,
+    stdout, stderr and files, {name: data})."""
+    data = {name: bytearray() for name in streams.values()}
+    result = SandboxResult(True)
+    selector = selectors.DefaultSelector()
+    for fd in streams:
+        os.set_blocking(fd, False)
+        selector.register(fd, selectors.EVENT_READ)
+    deadline, exited_at = start + limits.wall_seconds, None
+    while exited_at is None or selector.get_map():
+        now = time.monotonic()
+        if now > deadline and exited_at is None and not result.timed_out:
+            result.timed_out = True
+            kill(data)
+        if exited_at is None:
+            exited_at = now if ended() else None
+        elif now > exited_at + 2:
+            break                                  # a straggler holds a pipe open: stop listening
+        if not selector.get_map():
+            time.sleep(0.02)
+        for key, _ in selector.select(timeout=0.05) if selector.get_map() else ():
+            try:
+                chunk = os.read(key.fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                selector.unregister(key.fd)
+                continue
+            name = streams[key.fd]
+            data[name] += chunk
+            if name in ("stdout", "stderr") and len(data["stdout"]) + len(data["stderr"]) > limits.output:
+                result.output_exceeded = True
+                selector.unregister(key.fd)
+                kill(data)
+            elif name == "channel" and len(data["channel"]) > limits.channel:
+                result.channel_exceeded = True
+                selector.unregister(key.fd)
+                kill(data)
+    selector.close()
+    result.stdout, result.stderr = bytes(data["stdout"][:limits.output]), bytes(data["stderr"][:limits.output])
+    result.files, _ = channel.parse_channel(bytes(data["channel"][:limits.channel]))
+    return result, data
+
+
+def finish(result, group, limits):
+    """After a run: the cgroup's verdict on memory and its CPU accounting into ``result``, then the group removed."""
+    oom_killed = group.oom_killed() if group else False
+    cpu = group.cpu_seconds() if group else None
+    if group:
+        group.remove()
+    if result is None:
+        return
+    result.oom_killed, result.cgroup, result.cpu_seconds = oom_killed, group.version if group else None, cpu
+    if result.oom_killed and not result.timed_out:
+        who = "killed" if result.exit_code else "one of its processes was killed"
+        result.reason = f"{who}: its processes together went over the memory limit of {human(limits.total_memory)}"
 
 
 def kill_group(process, status):

@@ -1,4 +1,4 @@
-"""Throwaway cgroups that cap the memory and the process count of one sandbox as a whole."""
+"""Throwaway cgroups that cap the memory, the process count and the CPU share of one sandbox as a whole."""
 
 import functools
 import logging
@@ -12,19 +12,30 @@ from .limits import Limits
 
 
 class Cgroup:
-    """A throwaway cgroup holding one sandbox: memory (no swap) and process count of all its processes.
+    """A throwaway cgroup holding one sandbox: memory (no swap), process count and CPU of all its processes.
 
     RLIMIT_AS caps each process; only a cgroup caps their sum (a fork bomb whose children each allocate).
     cgroup v2 when /sys/fs/cgroup is a v2 hierarchy (groups under /sys/fs/cgroup/attnkit), else the v1
-    memory and pids hierarchies, under this process's own groups. The bwrap command is started through
-    ``sh -c 'echo $$ > cgroup.procs; exec bwrap ...'``, so every sandbox process is born inside.
+    memory, pids, cpu and cpuacct hierarchies, under this process's own groups. A sandbox started by this
+    process enters it through ``sh -c 'echo $$ > cgroup.procs; exec bwrap ...'``; a warm one (:mod:`.warm`)
+    through the zygote, which writes its job's process into ``cgroup.procs`` of each folder. Every process of
+    the sandbox is born inside.
+
+    The CPU share: each sandbox's group gets the same weight (v1 ``cpu.shares``, v2 ``cpu.weight``) and a
+    quota of ``Limits.cpus`` cores (v1 ``cpu.cfs_quota_us``, v2 ``cpu.max``), so a notebook that spins up
+    dozens of processes gets no more CPU than a classmate's single thread, whatever the scheduler's autogroup
+    setting. Where the cpu controller is missing the group still caps memory and processes
+    (``has_cpu`` False); where no group can be made at all, each sandbox is a session of its own (autogroup,
+    where the kernel has it on, then shares the CPU between sessions) and RLIMIT_CPU bounds each process.
     """
 
     ROOT = Path("/sys/fs/cgroup")
+    PERIOD = 100_000                # microseconds of a CPU quota period
     counter = 0
 
-    def __init__(self, version, folders):
-        self.version, self.folders = version, folders
+    def __init__(self, version, folders, name=None):
+        self.version, self.folders, self.name = version, folders, name
+        self.cpu_folder = None       # where the CPU use is accounted (v1 cpuacct, v2 the group itself)
 
     @classmethod
     @functools.lru_cache(maxsize=None)
@@ -52,15 +63,20 @@ class Cgroup:
         parent = cls.ROOT / "attnkit"
         if not parent.is_dir():
             parent.mkdir(exist_ok=True)
-        if not {"memory", "pids"} <= set((parent / "cgroup.subtree_control").read_text().split()):
-            (parent / "cgroup.subtree_control").write_text("+memory +pids")
+        wanted = {"memory", "pids", "cpu"} & set((cls.ROOT / "cgroup.controllers").read_text().split())
+        if not wanted <= set((parent / "cgroup.subtree_control").read_text().split()):
+            (parent / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in sorted(wanted)))
         folder = parent / name
         folder.mkdir()
-        group = cls("v2", [folder])
+        group = cls("v2", [folder], name)
         try:
             (folder / "memory.max").write_text(str(limits.total_memory))
             (folder / "memory.swap.max").write_text("0")
             (folder / "pids.max").write_text(str(limits.processes + 2))     # + bwrap's two processes
+            if (folder / "cpu.max").exists():
+                (folder / "cpu.weight").write_text("100")
+                (folder / "cpu.max").write_text(f"{round(limits.cpus * cls.PERIOD)} {cls.PERIOD}")
+                group.cpu_folder = folder
         except OSError:
             group.remove()
             raise
@@ -75,27 +91,56 @@ class Cgroup:
                 own[controller] = path.lstrip("/")
         if not {"memory", "pids"} <= own.keys():
             return None
-        group = cls("v1", [])
+        group = cls("v1", [], name)
+        made = {}
         try:
-            for controller in ("memory", "pids"):
+            for controller in ("memory", "pids", "cpu", "cpuacct"):
+                if controller not in own:
+                    continue
                 folder = cls.ROOT / controller / own[controller] / f"attnkit-{name}"
-                folder.mkdir()
-                group.folders.append(folder)
-            memory, pids = group.folders
+                real = folder.parent.resolve() / folder.name          # cpu and cpuacct may be one hierarchy
+                if real not in made:
+                    folder.mkdir()
+                    group.folders.append(folder)
+                    made[real] = folder
+                made[controller] = made[real]
+            memory, pids = made["memory"], made["pids"]
             (memory / "memory.limit_in_bytes").write_text(str(limits.total_memory))
             if (memory / "memory.memsw.limit_in_bytes").exists():
                 (memory / "memory.memsw.limit_in_bytes").write_text(str(limits.total_memory))
             (memory / "memory.swappiness").write_text("0")
             (pids / "pids.max").write_text(str(limits.processes + 2))
+            if "cpu" in made and "cpuacct" in made:
+                (made["cpu"] / "cpu.shares").write_text("1024")
+                (made["cpu"] / "cpu.cfs_period_us").write_text(str(cls.PERIOD))
+                (made["cpu"] / "cpu.cfs_quota_us").write_text(str(round(limits.cpus * cls.PERIOD)))
+                group.cpu_folder = made["cpuacct"]
         except OSError:
             group.remove()
             raise
         return group
 
+    @property
+    def has_cpu(self):
+        """True when the group also holds the sandbox to its CPU share and accounts its CPU time."""
+        return self.cpu_folder is not None
+
     def enter_command(self):
         """Prefix to a command line: move the shell into every folder of this group, then exec the command."""
         script = 'while [ "$1" != -- ]; do echo $$ > "$1/cgroup.procs" || exit 125; shift; done; shift; exec "$@"'
         return ["/bin/sh", "-c", script, "sh", *map(str, self.folders), "--"]
+
+    def cpu_seconds(self):
+        """CPU seconds (user + system) every process of the group used so far, or None where not accounted."""
+        if self.cpu_folder is None:
+            return None
+        try:
+            if self.version == "v1":
+                return int((self.cpu_folder / "cpuacct.usage").read_text()) / 1e9
+            stats = dict(line.split() for line in (self.cpu_folder / "cpu.stat").read_text().splitlines())
+            return int(stats["usage_usec"]) / 1e6
+        except (OSError, ValueError, KeyError):
+            return None
 
     def oom_killed(self):
         """True when the kernel killed a process of this group for going over its memory limit."""

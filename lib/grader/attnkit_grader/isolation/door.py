@@ -210,8 +210,8 @@ def error_frames(message):
 
 def serve(requests, replies, state_dir):
     """Answer requests until ``requests`` ends (see the module's docstring); return an exit status."""
-    from .bwrap import Sandbox
     from .staging import stage_packages
+    from .warm import launcher
     state_dir = Path(state_dir)
     work = private_dir(state_dir / f"run-{os.getpid()}")
     ((slot, lock),) = slots.claim(1)
@@ -232,18 +232,21 @@ def serve(requests, replies, state_dir):
             except RequestError as error:
                 write_message(replies, error_frames(error))
                 continue
-            if box is None:
-                box = Sandbox(stage_packages(private_dir(work / "public", mode=0o755)), CEILING)
+            if box is None:                             # warm: one zygote for this session (a grading worker)
+                box = launcher(stage_packages(private_dir(work / "public", mode=0o755)), CEILING)
             result = run_request(box, job, files, dataclasses.replace(limits, uid=worker_uid(slot)), work)
             write_message(replies, result_frames(result))
     finally:
+        if box is not None:
+            box.close()
         lock.close()
         shutil.rmtree(work, ignore_errors=True)
 
 
 def run_request(launcher, job, files, limits, work):
     """The SandboxResult of a parsed request: its ``files`` written into a scratch folder of ``work`` (removed
-    after), and ``job`` run over it by ``launcher`` (a :class:`~.bwrap.Sandbox`, or a :class:`Door`)."""
+    after), and ``job`` run over it by ``launcher`` (a :class:`~.bwrap.Sandbox`, a
+    :class:`~.warm.WarmSandbox`, or a :class:`Door`)."""
     scratch = Path(tempfile.mkdtemp(prefix="job-", dir=work))
     try:
         for name, data in files.items():

@@ -24,6 +24,7 @@ class Limits:
     scratch_size: int = 256 * MiB    # tmpfs of /scratch
     tmp_size: int = 256 * MiB        # tmpfs of /tmp
     threads: int = 1                 # OMP/MKL/OpenBLAS threads: the pool runs one sandbox per core
+    cpus: float = 1.0                # cores' worth of CPU time the whole sandbox may use (a cgroup's quota)
     uid: int = 65534                 # give each concurrent sandbox its own uid (see worker_uid)
 
 

@@ -23,12 +23,14 @@ SCRATCH_FILES = (runner.NOTEBOOK, channel.INPUTS_NPZ, channel.INPUTS_JSON, runne
 
 @dataclass
 class NotebookRun:
-    """A notebook run in the sandbox: the runner's report (or one rebuilt from its progress), the reason."""
+    """A notebook run in the sandbox: the runner's report (or one rebuilt from its progress), the reason, and
+    the probes' outputs and errors (:func:`attnkit_sandbox.channel.decode_outputs`), decoded from memory."""
 
     report: dict
     reason: str
     result: SandboxResult
-    out_dir: Path
+    outputs: dict
+    errors: dict
 
 
 @dataclass(frozen=True)
@@ -59,8 +61,8 @@ class RunnerJob:
 
 def run_notebook(sandbox, notebook, scratch_dir, assignment=None, inputs=None, limits=None, probes=None,
                  expected=None, cell_timeout=runner.CELL_TIMEOUT, skip=(), grace=runner.STUCK_GRACE):
-    """Run ``notebook`` (a path) with the runner through ``sandbox`` (a launcher, see the module's docstring);
-    the files it sends back land in ``scratch_dir``/out.
+    """Run ``notebook`` (a path) with the runner through ``sandbox`` (a launcher, see the module's docstring)
+    over ``scratch_dir`` (its inputs are written there; nothing comes back through it).
 
     ``inputs``: the probe inputs (channel.write_inputs); ``expected``: the release's {grade_id: cell_type}
     (runner.expected_cells) for remarks on deleted and retyped cells; ``probes``: a module other than
@@ -70,7 +72,7 @@ def run_notebook(sandbox, notebook, scratch_dir, assignment=None, inputs=None, l
     scratch_dir = prepare(scratch_dir, notebook, inputs, expected)
     job = RunnerJob(assignment, float(cell_timeout), float(grace), tuple(int(n) for n in skip), probes)
     result = sandbox.launch(job, scratch_dir, limits or sandbox.limits)
-    return interpret(result, scratch_dir, assignment, cell_timeout)
+    return interpret(result, assignment, cell_timeout)
 
 
 def prepare(scratch_dir, notebook, inputs=None, expected=None):
@@ -87,21 +89,16 @@ def prepare(scratch_dir, notebook, inputs=None, expected=None):
     return scratch_dir
 
 
-def interpret(result, scratch_dir, assignment, cell_timeout):
-    """The :class:`NotebookRun` of a finished run: the files it sent written to ``scratch_dir``/out, its
-    report read back as hostile (or rebuilt from its progress), and the one-line reason."""
-    out_dir = Path(scratch_dir) / channel.OUT_DIR
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    out_dir.mkdir()
-    for name, data in result.files.items():
-        (out_dir / channel.check_name(name, "result file")).write_bytes(data)
-    report = channel.read_report(out_dir) if channel.REPORT_JSON in result.files else {}
+def interpret(result, assignment, cell_timeout):
+    """The :class:`NotebookRun` of a finished run, from the files it sent (in memory, read as hostile): its
+    report (or one rebuilt from its progress), the one-line reason, the probes' outputs and errors."""
+    report = channel.parse_report(result.files[channel.REPORT_JSON]) if channel.REPORT_JSON in result.files else {}
+    outputs, errors = channel.decode_outputs(result.files.get(channel.OUTPUTS_NPZ), report)
     progress = channel.decode_jsonl(result.files.get(channel.PROGRESS_JSONL, b""))
     if not report:
         report = partial_report(progress, assignment, channel.REPORT_JSON in result.files)
     reason = combined_reason(result, report, progress, cell_timeout)
-    return NotebookRun(report, reason, result, out_dir)
+    return NotebookRun(report, reason, result, outputs, errors)
 
 
 def partial_report(progress, assignment, unreadable=False):

@@ -17,6 +17,8 @@ nothing: a submission in control of its sandbox could write them without computi
 
 import contextlib
 import functools
+import re
+import threading
 import types
 
 import numpy as np
@@ -33,6 +35,8 @@ __all__ = ["alternatives", "bugs", "diagnose", "diagnose_error", "diagnosis", "d
 # above float32 noise, far below what any catalogued bug changes on the grader's inputs.
 MATCH = 1e-4
 _ENABLED = [True]          # diagnosis_off() clears it: mutation testing grades without a diagnosis
+_RUNS = threading.local()
+MISSING_NAME = re.compile(r"NameError: name '(\w+)' is not defined")  # the variants' probe results on the inputs of the submission being judged
 
 
 def bugs(assignment):
@@ -103,11 +107,11 @@ def diagnose(assignment, spec, entry, student, keys):
         return []
     found = []
     for bug in bugs(assignment):
-        outputs, errors = run_here(variant(assignment, bug), assignment.name, {spec.probe: entry}, {spec.probe})
+        outputs, errors = variant_run(assignment, bug, spec.probe, entry)
         theirs = outputs.get(spec.probe)
         if theirs is not None and all(_same(student[key], theirs.get(key)) for key in keys):
             found.append(bug)
-    reference, _ = run_here(variant(assignment, None), assignment.name, {spec.probe: entry}, {spec.probe})
+    reference, _ = variant_run(assignment, None, spec.probe, entry)
     mine = reference.get(spec.probe, {})
     if all(_same(student[key], mine.get(key)) for key in keys):
         return []                       # the reference gives these numbers too: nothing to name
@@ -121,12 +125,31 @@ def diagnose_error(assignment, spec, entry, error):
             error.startswith(("NotImplementedError", "not run")):
         return []
     wanted = clip_message(error)
+    missing = MISSING_NAME.match(wanted)
     found = []
     for bug in bugs(assignment):
-        _, errors = run_here(variant(assignment, bug), assignment.name, {spec.probe: entry}, {spec.probe})
+        if missing and missing.group(1) in variant(assignment, bug):
+            continue                # a variant defining the name never raises "name ... is not defined" for it
+        _, errors = variant_run(assignment, bug, spec.probe, entry)
         if spec.probe in errors and clip_message(errors[spec.probe]) == wanted:
             found.append(bug)
     return found
+
+
+def variant_run(assignment, bug, probe, entry):
+    """(outputs, errors) of ``probe`` run on ``bug``'s variant with the inputs ``entry``: computed once per
+    variant, probe and inputs, since several failed checks of a submission read the same probe's outputs.
+    Only the results for the last few inputs are kept (a batch judges one submission after another)."""
+    cache = _RUNS.__dict__.setdefault("cache", {})
+    held = cache.get(id(entry))
+    if held is None or held[0] is not entry:        # the inputs themselves, not another object at that address
+        if len(cache) >= 16:
+            cache.clear()
+        held = cache[id(entry)] = (entry, {})
+    key = (assignment.name, bug.name if bug is not None else None, probe)
+    if key not in held[1]:
+        held[1][key] = run_here(variant(assignment, bug), assignment.name, {probe: entry}, {probe})
+    return held[1][key]
 
 
 @contextlib.contextmanager

@@ -1,0 +1,263 @@
+"""The insight report as HTML: one offline page (figures inlined as PNG), or its body for the course's website.
+
+Every value comes from the summary (:mod:`.summary`), whose words partly come from the catalogue and the
+checks, and whose labels and counts come from students' work: jinja2 escapes all of it. The page's own
+sentences are gettext calls with named placeholders (``_("%(count)s of %(total)s", ...)``), English until
+the kit has catalogues; jinja2's i18n extension and Babel can extract them as they are.
+"""
+
+import base64
+import io
+
+import jinja2
+from markupsafe import Markup, escape
+from matplotlib.figure import Figure
+
+from ..editions import ENGLISH, LANGUAGES
+from ..feedback import number
+from ..results import Message
+
+STYLE = """
+.insight { font-family: system-ui, sans-serif; color: #222; line-height: 1.45; }
+.insight table { border-collapse: collapse; width: 100%; margin: .6rem 0 1.2rem; font-size: .92rem; }
+.insight td, .insight th { padding: .25rem .45rem; vertical-align: top; border-bottom: 1px solid #e4e4e4;
+  text-align: left; }
+.insight th { background: #f4f5f7; } .insight td.n { text-align: right; white-space: nowrap; }
+.insight tr.cause td { border-bottom: none; color: #444; font-size: .88rem; } .insight tr.cause td.what { padding-left: 1.6rem; }
+.insight .mistake { font-family: ui-monospace, monospace; font-weight: 600; color: #8a1c12; }
+.insight .unexplained { color: #7a4d00; font-weight: 600; } .insight .quiet { color: #666; }
+.insight .note { background: #f6f8fa; padding: .5rem .8rem; border-left: 4px solid #8aa4c8; }
+.insight img.figure { max-width: 100%; height: auto; } .insight small { color: #555; }
+.insight a.example, .insight span.example { font-family: ui-monospace, monospace; margin-right: .4rem; white-space: nowrap; }
+"""
+
+LANGUAGE_NAMES = {ENGLISH: "English", **{code: language.name for code, language in LANGUAGES.items()}}
+COLOURS = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown"]
+
+
+def _(message):
+    """gettext: the page's sentences, English until the kit has catalogues (issue 26); their placeholders are
+    named (``%(count)s``) and filled after translation."""
+    return message
+
+
+def environment():
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True, extensions=["jinja2.ext.i18n"])
+    env.install_gettext_callables(gettext=_, ngettext=lambda one, many, n: one if n == 1 else many, newstyle=True)
+    env.filters["number"] = number
+    env.filters["percent"] = lambda share: f"{100 * share:.0f}"
+    return env
+
+
+BODY = environment().from_string("""
+<div class="insight">
+<p class="note">{{ _("What the graded run says about the class, check by check: how many submissions passed, how many failed and why, the catalogued mistakes ranked by the points they cost, and the scores. Submissions are named by anonymous labels.") }}{% if key_text %} {{ key_text }}{% endif %}</p>
+{% if languages | length > 1 %}<p>{{ _("The editions are reported side by side: one column per language, then all together.") }}</p>{% endif %}
+
+<h2 id="insight-ranked">{{ _("Mistakes ranked by the points they cost the class") }}</h2>
+{% if not ranked %}<p>{{ _("No failed check matched a catalogued mistake.") }}</p>{% else %}
+<table>
+<tr><th>#</th><th>{{ _("Mistake") }}</th><th>{{ _("Where the course teaches it") }}</th>{% for column in columns %}<th class="n">{{ column.name }}</th>{% endfor %}<th>{{ _("Examples") }}</th></tr>
+{% for m in ranked %}
+<tr><td class="n">{{ loop.index }}</td>
+<td><span class="mistake">{{ m.name }}</span> <small>({{ m.assignment }})</small><br>{{ m.says or _("(no longer in the catalogue)") }}</td>
+<td>{% for s in m.teaches %}{{ section(s) }}{% if not loop.last %}<br>{% endif %}{% endfor %}</td>
+{% for column in columns %}<td class="n">{{ share(m.count_by[column.code], m.judged_by[column.code], "") }}<br><small>{{ points_lost(m.points_by[column.code]) }}</small></td>{% endfor %}
+<td>{{ examples(m.examples, m.assignment) }}</td></tr>
+{% endfor %}
+</table>
+<p><small>{{ _("A check whose numbers match two mistakes counts half for each; a mistake also costs the checks the catalogue says it fails when the submission's other checks named it (implied).") }}</small></p>
+{% endif %}
+
+{% for a in assignments %}
+<h2 id="insight-{{ a.name }}">{{ a.name }}: {{ a.title }}</h2>
+<p>{{ _("%(handed)s submissions handed in, %(judged)s with judged checks; %(top)s points in all.", handed=a.handed_total, judged=a.judged_total, top=(a.max_total | number)) }}</p>
+<img class="figure" alt="{{ _('Score distribution of %(name)s, per cell and in all', name=a.name) }}" src="data:image/png;base64,{{ a.figure }}">
+{% if a.copies %}
+<h3 id="insight-{{ a.name }}-copies">{{ _("Answers flagged as copies of a known solution") }}</h3>
+<p><small>{{ _("Flagged by the pre-check and never zeroed, for a person to read: a short cell has few good answers. Each cell's threshold is measured on answers written apart (python -m attnkit_grader.copies).") }}</small></p>
+<table>
+<tr><th>{{ _("Answer cell") }}</th><th>{{ _("Alike to") }}</th>{% for column in a.columns %}<th class="n">{{ column.name }}</th>{% endfor %}<th>{{ _("Examples") }}</th></tr>
+{% for copy in a.copies %}
+<tr><td>{{ copy.cell }}</td><td>{{ copy.solution_text }}</td>{% for column in a.columns %}<td class="n">{{ share(copy.count_by[column.code], a.handed_by[column.code], "") }}</td>{% endfor %}<td>{{ examples(copy.examples, a.name) }}</td></tr>
+{% endfor %}
+</table>
+{% endif %}
+{% for cell in a.cells if cell.checks %}
+<h3 id="insight-{{ a.name }}-{{ cell.grade_id }}">{{ cell.grade_id }} <small>({{ _("%(points)s points", points=(cell.max_points | number)) }})</small></h3>
+<table>
+<tr><th>{{ _("Check") }}</th><th class="n">{{ _("Points") }}</th>{% for column in a.columns %}<th class="n">{{ column.name }}</th>{% endfor %}<th>{{ _("Examples") }}</th></tr>
+{% for check in cell.checks %}
+<tr><td>{{ check.name }}{% if check.hidden %} <small>({{ _("hidden") }})</small>{% endif %} <small class="quiet">{{ check.id }}, {{ check.kind }}</small></td><td class="n">{{ check.points | number }}</td>
+{% for column in a.columns %}<td class="n">{{ share(check.failed_by[column.code], check.total_by[column.code], _("failed")) }}</td>{% endfor %}<td></td></tr>
+{% for cause in check.causes %}
+<tr class="cause"><td class="what" colspan="2">{{ cause_text(cause) }}</td>
+{% for column in a.columns %}<td class="n">{{ share(cause.count_by[column.code], check.total_by[column.code], "") }}</td>{% endfor %}
+<td>{{ examples(cause.examples, a.name) }}</td></tr>
+{% endfor %}
+{% endfor %}
+</table>
+{% endfor %}
+{% endfor %}
+</div>
+""")
+
+PAGE = environment().from_string("""<!DOCTYPE html>
+<html lang="en">
+<head><meta charset="utf-8"><title>{{ _("What the class got wrong") }}</title>
+<style>body { max-width: 72rem; margin: 2rem auto; padding: 0 1rem; } {{ style }}</style></head>
+<body class="insight">
+<h1>{{ _("What the class got wrong") }}</h1>
+{{ body }}
+</body>
+</html>
+""")
+
+
+def language_columns(languages):
+    """[{code, name}] of the count columns: one per language, then 'all' when there are several."""
+    columns = [{"code": code, "name": LANGUAGE_NAMES.get(code, code)} for code in languages]
+    return columns + [{"code": "all", "name": "all"}] if len(columns) > 1 else columns
+
+
+def by_column(counts, columns):
+    """{column code: count} with 'all' the sum over languages and 0 where a language has none."""
+    found = {column["code"]: counts.get(column["code"], 0) for column in columns}
+    found["all"] = sum(counts.values())
+    return found
+
+
+def png(figure):
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=90, metadata={"Software": None})
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def distribution_figure(part, languages):
+    """The scores of the assignment (total) and of each cell, one panel each, bars stacked by language."""
+    panels = [("total", part["max_total"], part["totals"])] + [
+        (cell["grade_id"], cell["max_points"], cell["scores"]) for cell in part["cells"]]
+    columns = min(len(panels), 4)
+    rows = -(-len(panels) // columns)
+    figure = Figure(figsize=(3.4 * columns, 2.4 * rows))          # no pyplot: no global state
+    axes = figure.subplots(rows, columns, squeeze=False).ravel()
+    for ax, (title, top, scores) in zip(axes, panels):
+        values = sorted({v for language in languages for v in scores.get(language, [])})
+        bottom = [0] * len(values)
+        width = max(top, 1) / 25
+        for colour, language in zip(COLOURS, languages):
+            heights = [scores.get(language, []).count(v) for v in values]
+            if any(heights):
+                ax.bar(values, heights, width=width, bottom=bottom, color=colour, label=language)   # codes: any font
+            bottom = [b + h for b, h in zip(bottom, heights)]
+        ax.set_xlim(-width, top + width)
+        ax.set_title(f"{title} (max {number(top)})", fontsize=9)
+        ax.set_xlabel("points", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.yaxis.get_major_locator().set_params(integer=True)
+    axes[0].set_ylabel("submissions", fontsize=8)
+    if len(languages) > 1:
+        axes[0].legend(fontsize=7)
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
+    figure.tight_layout()
+    return png(figure)
+
+
+def view(summary):
+    """The summary with the per-column counts the template shows."""
+    languages = summary["languages"]
+    columns = language_columns(languages)
+    judged = {}
+    parts = []
+    for part in summary["assignments"]:
+        judged[part["name"]] = by_column(part["judged"], columns)
+        cells = []
+        for cell in part["cells"]:
+            checks = []
+            for check in cell["checks"]:
+                total = {code: check["passed"].get(code, 0) + check["failed"].get(code, 0) for code in languages}
+                checks.append({**check, "failed_by": by_column(check["failed"], columns),
+                               "total_by": by_column(total, columns),
+                               "causes": [{**cause, "count_by": by_column(cause["count"], columns)}
+                                          for cause in check["causes"]]})
+            cells.append({**cell, "checks": checks})
+        copied = [{**copy, "solution_text": Message.from_json(copy["solution"]).render(),
+                   "count_by": by_column(copy["count"], columns)} for copy in part.get("copies", [])]
+        parts.append({**part, "cells": cells, "columns": columns, "figure": distribution_figure(part, languages),
+                      "copies": copied, "handed_by": by_column(part["handed_in"], columns),
+                      "handed_total": sum(part["handed_in"].values()), "judged_total": sum(part["judged"].values())})
+    mistakes = {(part["name"], m["name"]): m for part in summary["assignments"] for m in part["mistakes"]}
+    ranked = []
+    for entry in summary["ranked"]:
+        m = mistakes[entry["assignment"], entry["name"]]
+        ranked.append({**m, "assignment": entry["assignment"], "points_by": by_column(m["points"], columns),
+                       "count_by": by_column(m["submissions"], columns), "judged_by": judged[entry["assignment"]]})
+    return {"languages": languages, "columns": columns, "assignments": parts, "ranked": ranked}
+
+
+def helpers(summary, links, teaching_base):
+    """The template's functions: example labels, a cause's words, a teaching section, a share."""
+    pages = {(part["name"], label): href for part in summary["assignments"]
+             for label, href in part.get("examples", {}).items()}
+
+    def examples(found, assignment):
+        if not links:
+            return Markup(" ").join(Markup('<span class="example">{}</span>').format(label) for label in found)
+        return Markup(" ").join(Markup('<a class="example" href="{}">{}</a>').format(
+            pages.get((assignment, label), "#"), label) for label in found)
+
+    def cause_text(cause):
+        if cause["cause"] == "mistake":
+            name = Markup('<span class="mistake">{}</span>').format(cause["mistake"])
+            if cause["how"] == "implied":
+                return Markup(_("%(mistake)s, implied: another check of the submission matched it")) % {
+                    "mistake": name}
+            return Markup(_("%(mistake)s: the numbers match this catalogued mistake")) % {"mistake": name}
+        if cause["cause"] == "unexplained":
+            return Markup('<span class="unexplained">{}</span>').format(
+                _("unexplained: wrong in a way no catalogued mistake explains (extend the catalogue?)"))
+        if cause["cause"] == "raised":
+            return _("raised an exception no catalogued mistake explains")
+        if cause["cause"] == "not_attempted":
+            return _("not attempted: NotImplementedError, or the code never ran this far")
+        return _("failed: a structure or property check (never diagnosed)")
+
+    def section(found):
+        if "heading" not in found:
+            return Markup("<code>{}</code>").format(found["link"])
+        template = _("Lecture: %(title)s › %(heading)s") if found["kind"] == "lecture" else \
+            _("Exercise: %(title)s › %(heading)s")
+        text = escape(template) % {"title": found["title"], "heading": found["heading"]}
+        if teaching_base is None:
+            return Markup("{} <small>({})</small>").format(text, found["notebook"])
+        page, _anchor, anchor = found["link"].partition("#")
+        return Markup('<a href="{}{}.html#{}">{}</a>').format(teaching_base, page, anchor, text)
+
+    def share(count, total, word):
+        if not total:
+            return "–"
+        text = _("%(count)s of %(total)s (%(percent)s%%)") % {"count": count, "total": total,
+                                                              "percent": f"{100 * count / total:.0f}"}
+        return f"{text} {word}".strip()
+
+    def points_lost(points):
+        return (_("%(points)s point lost") if points == 1 else _("%(points)s points lost")) % {"points": number(points)}
+
+    return {"examples": examples, "cause_text": cause_text, "section": section, "share": share,
+            "points_lost": points_lost}
+
+
+def fragment(summary, links=True, teaching_base=None, key_text=""):
+    """The report's body (a <div>, its style included): ``links`` makes the example labels links to the
+    anonymised feedback pages; ``teaching_base``, the website's root relative to the page, makes each
+    'where the course teaches it' a link (None: the notebook's name instead)."""
+    data = view(summary)
+    body = BODY.render(**data, **helpers(summary, links, teaching_base), key_text=key_text)
+    return Markup(f"<style>{STYLE}</style>") + Markup(body)
+
+
+def page(summary, key_text=""):
+    """The standalone insight.html of a reports folder."""
+    return PAGE.render(body=fragment(summary, links=True, key_text=key_text), style="")

@@ -1,0 +1,90 @@
+"""Where the course teaches what a catalogued mistake gets wrong: the ``teaches`` links of a
+:class:`~attnkit_grader.authoring.Bug`, resolved to a heading of a lecture or of an assignment.
+
+A link is the website's page name and a heading's anchor, ``"lectures/NAME#anchor"`` (the lecture
+``course/NAME.ipynb``) or ``"assignments/NAME#anchor"`` (the English release ``release/NAME/NAME.ipynb``),
+so the site can link it as it is and a course folder can resolve it to the heading's words. Anchors are
+made as the website makes them (MyST's heading anchors, levels 1 to 3): lower case, punctuation dropped,
+spaces made hyphens, a repeated one numbered ``-1``, ``-2``...
+"""
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+LEVELS = 3                                  # site/conf.py's myst_heading_anchors
+KINDS = {"lectures": "lecture", "assignments": "exercise"}
+_HEADING = re.compile(r"^(#{1,%d})[ \t]+(.+?)[ \t#]*$" % LEVELS, re.M)
+_FENCE = re.compile(r"^```.*?^```", re.M | re.S)
+
+
+@dataclass(frozen=True)
+class Section:
+    """A resolved link: ``kind`` 'lecture' or 'exercise', the notebook (relative to the course folder), its
+    title (the first heading) and the heading the anchor names."""
+
+    link: str
+    kind: str
+    notebook: str
+    title: str
+    heading: str
+
+    def to_json(self):
+        return {"link": self.link, "kind": self.kind, "notebook": self.notebook, "title": self.title,
+                "heading": self.heading}
+
+
+def slug(heading):
+    """The anchor of a heading: "4. Why divide by $\\sqrt d$?" -> "4-why-divide-by-sqrt-d"."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading.replace("`", "")).strip().lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def plain(heading):
+    """A heading as a reader sees it, without Markdown's code and math marks."""
+    return re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading).replace("`", "").replace("$", "").strip()
+
+
+def parse(link):
+    """(folder, name, anchor) of a link; ValueError when it has not the form 'lectures|assignments/NAME#anchor'."""
+    match = re.fullmatch(r"(lectures|assignments)/([A-Za-z0-9_]+)#([\w-]+)", link) if isinstance(link, str) else None
+    if match is None:
+        raise ValueError(f"teaches: expected 'lectures/NAME#anchor' or 'assignments/NAME#anchor', got {link!r}")
+    return match.groups()
+
+
+def notebook_path(folder, name):
+    """The notebook (relative to the course folder) of the website's page ``folder/name``."""
+    return Path("course") / f"{name}.ipynb" if folder == "lectures" else Path("release") / name / f"{name}.ipynb"
+
+
+def headings(path):
+    """[(anchor, heading)] of a notebook's Markdown cells, in order (code blocks left out)."""
+    found, seen = [], {}
+    cells = json.loads(Path(path).read_text(encoding="utf-8")).get("cells", [])
+    for cell in cells:
+        if cell.get("cell_type") != "markdown":
+            continue
+        source = cell.get("source", "")
+        text = _FENCE.sub("", "".join(source) if isinstance(source, list) else source)
+        for _, heading in _HEADING.findall(text):
+            base = slug(heading)
+            found.append((base if base not in seen else f"{base}-{seen[base]}", heading))
+            seen[base] = seen.get(base, 0) + 1
+    return found
+
+
+def resolve(root, link):
+    """The :class:`Section` ``link`` names in the course folder ``root``; None when the notebook is not there
+    (a course folder without the lectures) or has no such heading. ValueError for a malformed link."""
+    folder, name, anchor = parse(link)
+    relative = notebook_path(folder, name)
+    path = Path(root) / relative
+    if not path.is_file():
+        return None
+    found = headings(path)
+    heading = dict(found).get(anchor)
+    if heading is None or not found:
+        return None
+    return Section(link, KINDS[folder], relative.as_posix(), plain(found[0][1]), plain(heading))

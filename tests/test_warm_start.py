@@ -1,0 +1,332 @@
+"""The warm start (attnkit_grader.isolation.warm, attnkit_sandbox.zygote): what a shared parent could add.
+
+Every sandboxed test of tests/test_sandbox.py already runs on the warm path too (its ``box`` fixture).
+These add what only a zygote shared by a worker's runs could let through: one job leaving files,
+processes, IPC objects, sockets, threads, environment, module state, monkeypatches or corrupted memory
+for the next; a job reaching the zygote (signals, ptrace, its memory, its descriptors); and the CPU share
+each job's cgroup gives it. Then the same grades warm and cold. All need root (warm starts do) and
+bubblewrap.
+"""
+
+import json
+import os
+import signal
+import threading
+from pathlib import Path
+
+import nbformat
+import pytest
+from conftest import copy_course
+
+from attnkit_grader import grade
+from attnkit_grader.isolation import bwrap, notebook_run, staging, warm
+from attnkit_grader.isolation.cgroups import Cgroup
+from attnkit_grader.isolation.limits import Limits, worker_uid
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
+PS1 = "ps1_learnable_pe"
+
+
+@pytest.fixture(scope="module")
+def public_dir(tmp_path_factory):
+    reason = bwrap.unavailable_reason() or (None if warm.available() else "warm starts need root")
+    if reason:
+        (pytest.fail if os.environ.get("CI") and warm.available() else pytest.skip)(reason)
+    return staging.stage_packages(tmp_path_factory.mktemp("public"))
+
+
+def uid_for(offset):
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").lstrip("gw") or 0)
+    return worker_uid(920 + 10 * worker + offset)
+
+
+@pytest.fixture
+def zygote_box(public_dir):
+    box = warm.WarmSandbox(public_dir, Limits(wall_seconds=60, uid=uid_for(0)))
+    yield box
+    box.close()
+
+
+def run(box, tmp_path, *sources, name="job", **options):
+    """Run a notebook of the code cells ``sources``; {cell number: its stdout or error}."""
+    path = tmp_path / f"{name}.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources]), path)
+    done = notebook_run.run_notebook(box, path, tmp_path / f"scratch-{name}", **options)
+    assert done.result.warm and done.result.started, done.result.stderr
+    return {cell["index"]: cell.get("stdout") or cell.get("error") or "" for cell in done.report["cells"]}, done
+
+
+def descendants(pid):
+    """Host pids of every process below ``pid``."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            try:
+                children = [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            found += children
+            todo += children
+    return found
+
+
+def zygote_pid(box):
+    for pid in descendants(box.process.pid):
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[1:3] == [b"-m", b"attnkit_sandbox.zygote"]:
+                return pid
+        except OSError:
+            continue
+    raise AssertionError("no zygote below the warm sandbox's bwrap")
+
+
+def uid_processes(uid):
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+        except OSError:
+            continue
+        if fields.get("Uid", "").split()[:1] == [str(uid)]:
+            found.append(status.parent.name)
+    return found
+
+
+LEAVE = r'''
+import ctypes, os, random, signal, socket, subprocess, sys, threading, time
+import numpy, torch, attnkit
+libc = ctypes.CDLL(None, use_errno=True)
+open('/tmp/left.txt', 'w').write('left')
+open('/scratch/left.txt', 'w').write('left')
+for path in ('/dev/shm/left', '/dev/left', '/left'):
+    try:
+        open(path, 'w').write('left')
+        print('wrote', path)
+    except OSError as error:
+        print('refused', path, error.errno)
+print('shm', libc.shmget(0x5eed, 4096, 0o1666) >= 0, 'msg', libc.msgget(0x5eed, 0o1666) >= 0)
+server = socket.socket(socket.AF_UNIX)
+server.bind('\0attnkit-left')
+server.listen()
+tcp = socket.create_server(('127.0.0.1', 47123))
+if os.fork() == 0:                          # a daemon holding both sockets, in a session of its own
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(600)
+    os._exit(0)
+threading.Thread(target=time.sleep, args=(600,), daemon=True).start()
+os.environ['ATTNKIT_LEFT'] = 'left'
+libc.putenv(b'ATTNKIT_PUTENV=left')
+numpy.allclose = lambda *args, **kwargs: True
+torch.Tensor.__eq__ = lambda self, other: True
+attnkit.LEFT = 'left'
+sys.modules['attnkit_left'] = attnkit
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+ctypes.c_double.from_address(id(numpy.pi) + 16).value = 3.0      # the float object itself, in place
+random.seed(12345)
+print('pi', numpy.pi, 'random', random.random())
+'''
+
+FIND = r'''
+import ctypes, errno, os, random, signal, socket, sys, threading
+import numpy, torch, attnkit
+libc = ctypes.CDLL(None, use_errno=True)
+print('files', [p for p in ('/tmp/left.txt', '/scratch/left.txt', '/dev/shm/left', '/dev/left', '/left')
+                if os.path.exists(p)])
+print('shm', libc.shmget(0x5eed, 4096, 0), errno.errorcode[ctypes.get_errno()],
+      'msg', libc.msgget(0x5eed, 0), errno.errorcode[ctypes.get_errno()])
+for family, address in ((socket.AF_UNIX, '\0attnkit-left'), (socket.AF_INET, ('127.0.0.1', 47123))):
+    try:
+        socket.socket(family).connect(address)
+        print('connected', address)
+    except OSError as error:
+        print('refused', type(error).__name__)
+print('processes', sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))
+print('threads', sorted(t.name for t in threading.enumerate()))
+print('environment', os.environ.get('ATTNKIT_LEFT'), os.environ.get('ATTNKIT_PUTENV'))
+print('patched', numpy.allclose(0, 1), bool((torch.zeros(1) == torch.ones(1)).all()), hasattr(attnkit, 'LEFT'),
+      'attnkit_left' in sys.modules, signal.getsignal(signal.SIGTERM) == signal.SIG_DFL)
+print('pi', numpy.pi, 'random', random.random())
+'''
+
+
+def test_a_job_leaves_nothing_for_the_next(zygote_box, tmp_path):
+    """Files, processes, System V IPC, sockets, threads, environment, module state and monkeypatches, a float
+    changed in place in copy-on-write memory, the random seed: none of it reaches the next job."""
+    left, _ = run(zygote_box, tmp_path, LEAVE, name="leave")
+    lines = left[1].splitlines()
+    assert lines[:3] == ["refused /dev/shm/left 30", "refused /dev/left 30", "refused /left 30"]   # EROFS
+    assert lines[3] == "shm True msg True" and lines[4].startswith("pi 3.0 random 0.416")
+    assert uid_processes(zygote_box.limits.uid) == []          # the daemon died with the job's namespace
+    found, _ = run(zygote_box, tmp_path, FIND, name="find")
+    lines = found[1].splitlines()
+    assert lines[:4] == ["files []", "shm -1 ENOENT msg -1 ENOENT", "refused ConnectionRefusedError",
+                         "refused ConnectionRefusedError"]
+    assert lines[4] == "processes [1, 2]"
+    assert lines[5] == "threads ['MainThread', 'attnkit-watchdog']"
+    assert lines[6:8] == ["environment None None", "patched False False False False True"]
+    assert lines[8].startswith("pi 3.141592653589793 random ") and not lines[8].endswith("0.41661987254534116")
+
+
+REACH = r'''
+import ctypes, errno, os, signal
+libc = ctypes.CDLL(None, use_errno=True)
+print('parent', os.getppid(), 'visible', sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))
+for pid in {pids}:
+    try:
+        os.kill(pid, signal.SIGKILL)
+        print('signalled', pid)
+    except OSError as error:
+        print('kill', errno.errorcode[error.errno])
+print('ptrace', libc.ptrace(16, 1, 0, 0), errno.errorcode[ctypes.get_errno()])
+try:
+    open('/proc/1/mem', 'rb').read(1)
+except OSError as error:
+    print('mem', errno.errorcode[error.errno])
+try:
+    os.kill(1, signal.SIGKILL)              # the job's own init: root's, and a PID 1
+except OSError as error:
+    print('kill init', errno.errorcode[error.errno])
+print('init alive', os.path.exists('/proc/1'))
+print('fds', sorted(int(fd) for fd in os.listdir('/proc/self/fd')))
+status = dict(line.split(':', 1) for line in open('/proc/self/status').read().splitlines())
+print(' '.join(f"{{key}}={{status[key].strip()}}" for key in
+               ('CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb', 'NoNewPrivs', 'Seccomp')))
+print('ids', os.getresuid(), os.getresgid(), os.getgroups())
+'''
+
+
+def test_a_job_cannot_reach_the_zygote(zygote_box, tmp_path):
+    """No pid of the zygote or its sandbox to signal, ptrace refused, no descriptor but the job's own pipes,
+    no privilege; after it, the zygote serves the next job as before."""
+    run(zygote_box, tmp_path, "x = 1", name="first")
+    zygote, before = zygote_pid(zygote_box), None
+    before = sorted(os.listdir(f"/proc/{zygote}/fd"))
+    pids = [zygote_box.process.pid, zygote, *descendants(zygote_box.process.pid)]
+    found, done = run(zygote_box, tmp_path, REACH.format(pids=sorted(set(pids))), name="reach")
+    lines = found[1].splitlines()
+    assert lines[0] == "parent 1 visible [1, 2]"
+    assert lines[1:1 + len(set(pids))] == ["kill ESRCH"] * len(set(pids))
+    rest = lines[1 + len(set(pids)):]
+    assert rest[:4] == ["ptrace -1 EPERM", "mem EACCES", "kill init EPERM", "init alive True"]
+    assert rest[4] == "fds [0, 1, 2, 3, 4]"                  # stdin, stdout, stderr, the channel, and listdir's own
+    uid = zygote_box.limits.uid
+    assert rest[5] == ("CapInh=0000000000000000 CapPrm=0000000000000000 CapEff=0000000000000000 "
+                       "CapBnd=0000000000000000 CapAmb=0000000000000000 NoNewPrivs=1 Seccomp=2")
+    assert rest[6] == f"ids {(uid, uid, uid)} {(uid, uid, uid)} []"
+    assert zygote_pid(zygote_box) == zygote and sorted(os.listdir(f"/proc/{zygote}/fd")) == before
+    again, _ = run(zygote_box, tmp_path, "print('next')", name="next")
+    assert again[1] == "next\n"
+
+
+def test_a_job_cannot_exhaust_the_zygotes_descriptors(zygote_box, tmp_path):
+    greedy = ("import os, socket\nkept = []\ntry:\n    while True:\n        kept += socket.socketpair()\n"
+              "except OSError as error:\n    print('stopped at', len(kept), type(error).__name__)")
+    run(zygote_box, tmp_path, "x = 1", name="first")
+    zygote = zygote_pid(zygote_box)
+    before = len(os.listdir(f"/proc/{zygote}/fd"))
+    for round_ in range(3):
+        found, _ = run(zygote_box, tmp_path, greedy, name=f"greedy{round_}")
+        assert found[1].startswith("stopped at 25") and found[1].endswith("OSError\n")     # RLIMIT_NOFILE 256
+    assert len(os.listdir(f"/proc/{zygote}/fd")) == before and zygote_pid(zygote_box) == zygote
+
+
+def test_the_zygote_imported_everything_on_one_thread(zygote_box, tmp_path):
+    run(zygote_box, tmp_path, "x = 1")
+    assert zygote_box.ready["threads"] == 1
+    assert zygote_box.ready["assignments"] == ["ps1_learnable_pe", "ps2_relative_pe"]
+    loaded = [line for line in Path(f"/proc/{zygote_pid(zygote_box)}/maps").read_text().splitlines()
+              if "libtorch" in line]
+    assert loaded, "torch is imported before any job"
+
+
+# --- the CPU share -------------------------------------------------------------------------------------------
+
+BUSY = ("import os, time\nend = time.time() + {seconds}\n{spawn}while time.time() < end:\n    pass\n"
+        "print('done')")
+SPAWN = "for _ in range({count}):\n    if os.fork() == 0:\n        break\n"
+
+
+@pytest.fixture
+def no_autogroup():
+    """The scheduler's autogroup off (it shares the CPU between sessions by itself), restored after."""
+    path = Path("/proc/sys/kernel/sched_autogroup_enabled")
+    try:
+        saved = path.read_text()
+        path.write_text("0")
+    except OSError as error:
+        pytest.skip(f"the autogroup setting cannot be changed here ({error})")
+    try:
+        yield
+    finally:
+        path.write_text(saved)
+
+
+def test_a_job_spinning_many_processes_gets_no_more_cpu_than_a_classmate(public_dir, tmp_path, no_autogroup):
+    """Two workers at once: one job spins 16 processes, the other one loop, for the same 6 s. Each job's cgroup
+    accounts its CPU; with a share per job the honest one gets as much as the spinner (without, it would get
+    about 2 of 17 parts)."""
+    if not Cgroup.available():
+        pytest.skip("no cgroup can be made here: jobs fall back to autogroup and RLIMIT_CPU")
+    boxes = [warm.WarmSandbox(public_dir, Limits(wall_seconds=60, uid=uid_for(offset))) for offset in (1, 2)]
+    try:
+        for box, name in zip(boxes, ("warm-a", "warm-b")):
+            run(box, tmp_path, "x = 1", name=name)                    # zygotes started before the race
+        if not boxes[0].parents or not Path(boxes[0].parents[-1], "cpuacct.usage").exists() and \
+                not Path(boxes[0].parents[-1], "cpu.stat").exists():
+            pytest.skip("no cpu controller here: no CPU share per job")
+        done = {}
+
+        def job(box, name, spawn):
+            done[name] = run(box, tmp_path, BUSY.format(seconds=6, spawn=spawn), name=name, cell_timeout=60)[1]
+
+        threads = [threading.Thread(target=job, args=(boxes[0], "spinner", SPAWN.format(count=16))),
+                   threading.Thread(target=job, args=(boxes[1], "honest", ""))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        for box in boxes:
+            box.close()
+    spinner, honest = done["spinner"].result.cpu_seconds, done["honest"].result.cpu_seconds
+    assert spinner is not None and honest is not None
+    assert honest >= 0.6 * spinner, (honest, spinner)
+
+
+def test_honest_classmates_keep_full_marks_beside_a_spinning_submission(tmp_path, no_autogroup):
+    root = copy_course(tmp_path / "course")
+    reference = ROOT / "examples" / "example_class" / "ref_solution" / PS1 / f"{PS1}.ipynb"
+    handed_in = tmp_path / "handed_in"
+    for student in ("honest_a", "honest_b", "honest_c"):
+        (handed_in / student / PS1).mkdir(parents=True)
+        (handed_in / student / PS1 / f"{PS1}.ipynb").write_bytes(reference.read_bytes())
+    spinner = nbformat.read(reference, as_version=4)
+    spinner.cells.insert(1, nbformat.v4.new_code_cell(BUSY.format(seconds=8, spawn=SPAWN.format(count=24))))
+    (handed_in / "spinner" / PS1).mkdir(parents=True)
+    nbformat.write(spinner, handed_in / "spinner" / PS1 / f"{PS1}.ipynb")
+    run_ = grade(root, [PS1], handed_in, reports_dir=root / "grades", workers=2)
+    tests = {grade_id: points for grade_id, points in run_.table.cells[PS1] if grade_id.startswith("test_")}
+    for student in ("honest_a", "honest_b", "honest_c"):
+        assert {g: run_.table.points[student, PS1][g] for g in tests} == tests, student     # full marks
+        assert run_.submissions[student, PS1].run["cpu_seconds"] > 0
+    assert run_.submissions["spinner", PS1].run["cpu_seconds"] > 0
+
+
+# --- the same grades ---------------------------------------------------------------------------------------
+
+def test_warm_and_cold_starts_give_the_same_grades(tmp_path):
+    controls = ROOT / "tests" / "fixtures" / "hostile_class" / "controls"
+    runs = {}
+    for mode in (True, False):
+        root = copy_course(tmp_path / f"course-{mode}")
+        runs[mode] = grade(root, [PS1], controls, reports_dir=root / "grades", warm=mode, workers=2)
+    assert runs[True].table.as_dict() == runs[False].table.as_dict()
+    for key, record in runs[True].submissions.items():
+        assert (record.status, record.checked) == (runs[False].submissions[key].status,
+                                                   runs[False].submissions[key].checked), key
+    cold = {key: record.run.get("warm") for key, record in runs[False].submissions.items()}
+    warm_ = {key: record.run.get("warm") for key, record in runs[True].submissions.items()}
+    assert set(cold.values()) == {False} and set(warm_.values()) == {True}
