@@ -89,6 +89,45 @@ def test_plain_tcp_and_a_cluster_without_certificates_are_refused_before_anythin
     assert "--no-dashboard" in command and command[command.index("--protocol") + 1] == "tls"
     assert commands.ENVIRONMENT["DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES"] == "[]"
 
+    with pytest.raises(ValueError, match=r"warm: each worker's machine decides .* got warm=False \(--cold-start\)"):
+        make_autograder("sandbox", None, tmp_path, scheduler="tls://127.0.0.1:8786", certs=tmp_path, warm=False)
+
+
+@pytest.mark.parametrize("root", [False, True], ids=["unprivileged", "root"])
+def test_a_workers_threads_each_get_the_graders_launcher_warm_only_as_root(root, tmp_path, monkeypatch):
+    """Without a door, each worker thread gets a launcher of its own from the grader's warm.launcher: a cold
+    sandbox unprivileged (an ``attnkit cluster worker``), a warm one (a zygote each) as root; all closed after."""
+    from attnkit_grader.isolation import bwrap, staging, warm
+
+    made = []
+
+    class Launcher:
+        def __init__(self, public, limits):
+            self.kind, self.closed = "warm" if warm.available() else "cold", False
+            made.append(self)
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.delenv(door.DOOR_VARIABLE, raising=False)
+    monkeypatch.setattr(warm, "available", lambda: root)
+    monkeypatch.setattr(warm, "WarmSandbox", Launcher)
+    monkeypatch.setattr(warm, "Sandbox", Launcher)
+    monkeypatch.setattr(bwrap, "check_available", lambda: None)
+    monkeypatch.setattr(staging, "stage_packages", lambda public: public)
+    plugin = cluster_worker.SandboxPlugin()
+    plugin.setup(type("Worker", (), {"name": "w", "state": type("State", (), {"nthreads": 3})()})())
+    try:
+        slots_given = [plugin.launchers.get_nowait() for _ in range(3)]
+        assert plugin.launchers.empty() and len({id(launcher) for _, launcher in slots_given}) == 3
+        assert {launcher.kind for _, launcher in slots_given} == {"warm" if root else "cold"}
+        assert len({slot for slot, _ in slots_given}) == 3 and None not in {slot for slot, _ in slots_given}
+        for given in slots_given:
+            plugin.launchers.put(given)
+    finally:
+        plugin.teardown(None)
+    assert len(made) == 3 and all(launcher.closed for launcher in made)
+
 
 @pytest.mark.parametrize("role", ["worker", "scheduler"])
 def test_a_worker_or_scheduler_refuses_to_run_as_root(role, tmp_path, monkeypatch, capsys):

@@ -10,7 +10,8 @@ from the journal, on the cluster or on one machine: the journal's grader fingerp
 ``scheduler``: ``tls://HOST:PORT`` (plain tcp is refused: it authenticates nobody); ``certs``: the folder of
 ``attnkit cluster certs`` holding ``ca.pem`` and the client's certificate and key; ``workers``: submissions
 in flight at once (default: twice the cluster's worker threads when the batch starts, so that every
-worker has its next request waiting).
+worker has its next request waiting). Whether a run starts warm is the worker's to decide
+(:mod:`..cluster.worker`), so ``warm`` (``--cold-start``) is refused here.
 """
 
 import logging
@@ -41,12 +42,15 @@ class ClusterAutograder(SandboxAutograder):
 
     local = False
 
-    def __init__(self, course, output_dir, scheduler, certs, workers=None, **options):
+    def __init__(self, course, output_dir, scheduler, certs, workers=None, warm=None, **options):
         from distributed import Client
 
         self.scheduler = check_address(scheduler)
+        if warm is not None:
+            raise ValueError(f"warm: each worker's machine decides how its sandboxes start (warm through its door, "
+                             f"cold without one), not the grading process; got warm={warm!r} (--cold-start)")
         security = cluster_certs.security(certs, "client")
-        super().__init__(course, output_dir, workers=workers, door_program=None, **options)
+        super().__init__(course, output_dir, workers=workers, door_program=None, warm=False, **options)
         try:
             self.client = Client(self.scheduler, security=security, timeout=CONNECT_SECONDS, set_as_default=False)
         except (OSError, TimeoutError) as error:

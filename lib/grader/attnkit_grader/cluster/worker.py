@@ -2,9 +2,11 @@
 
 ``attnkit cluster worker`` starts ``dask worker`` with this module as its preload: :func:`dask_setup`
 adds the :class:`SandboxPlugin`, which gets the worker ready before its first task (the sandbox packages
-staged once, a sandbox uid slot per thread, or a door session per thread) and cleans up when it stops. A
-warm start of the sandboxes (a process that imports once and forks each run) belongs in its setup too, so
-that a worker pays for it once, not once per submission.
+staged once, and for each thread a sandbox uid slot and a launcher, or a door session) and cleans up when
+it stops. Each thread's launcher is the grader's own (:func:`..isolation.warm.launcher`): a warm zygote
+where this process is root, else a cold sandbox per run. A worker started by ``attnkit cluster worker`` is
+never root, so without a door its runs start cold (in a user namespace); through a door they start warm,
+from the door session's zygote, as the hub's grading does.
 
 The grading process sends :func:`launch` one request: the bytes of a door message
 (:mod:`..isolation.door`: an installed assignment's name, numbers, the restored notebook, the probe inputs,
@@ -27,7 +29,7 @@ from pathlib import Path
 
 from distributed import WorkerPlugin, get_worker
 
-from ..isolation import bwrap, door, slots, staging
+from ..isolation import bwrap, door, slots, staging, warm
 from ..isolation.limits import worker_uid
 
 log = logging.getLogger(__name__)
@@ -60,17 +62,17 @@ class SandboxPlugin(WorkerPlugin):
         bwrap.check_available()
         public = self.work / "public"
         public.mkdir(mode=0o755)
-        box = bwrap.Sandbox(staging.stage_packages(public), door.CEILING)
+        staged = staging.stage_packages(public)
         self.locks = slots.claim(threads)
-        for slot, _ in self.locks:
-            self.launchers.put((slot, box))
-        log.info("attnkit worker %s: %d sandbox slot(s), started by the worker itself", worker.name, threads)
+        for slot, _ in self.locks:                     # a warm launcher holds one zygote: one per thread
+            self.launchers.put((slot, warm.launcher(staged, door.CEILING)))
+        log.info("attnkit worker %s: %d sandbox slot(s), started by the worker itself (%s)", worker.name, threads,
+                 "warm" if warm.available() else "cold")
 
     def teardown(self, worker):
         while not self.launchers.empty():
             _, launcher = self.launchers.get_nowait()
-            if isinstance(launcher, door.Door):
-                launcher.close()
+            launcher.close()
         for _, lock in self.locks:
             lock.close()
         if self.work is not None:
