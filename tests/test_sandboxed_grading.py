@@ -42,7 +42,7 @@ from attnkit_grader.cli import parser
 from attnkit_grader.feedback import page
 from attnkit_grader.journal import Journal
 from attnkit_grader.judging import registry
-from attnkit_grader.progress import Progress, duration
+from attnkit_grader.progress import INTERVAL, Progress, duration
 from attnkit_grader.release_cells import Release
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -399,8 +399,19 @@ def test_the_batch_completes_and_reports_every_submission(hostile):
     everyone = hostile["attacked"] + hostile["classmates"]
     assert {key: r.status for key, r in run.submissions.items()} == {(s, PS1): "graded" for s in everyone}
     lines = hostile["progress"].splitlines()
-    assert len(lines) == len(everyone) and lines[-1].startswith("[" + "#" * 24 + "]")
+    assert 1 <= len(lines) <= len(everyone) and lines[-1].startswith("[" + "#" * 24 + "]")
+    assert f" {len(everyone)}/{len(everyone)} " in lines[-1] and "done" in lines[-1]
     assert all("ETA" in line or "done" in line for line in lines)
+    # off a terminal, a line every INTERVAL seconds at most (then the last): elapsed times, rounded to seconds
+    elapsed = [elapsed_seconds(line) for line in lines[:-1]]
+    assert all(later - earlier >= INTERVAL - 1 for earlier, later in zip(elapsed, elapsed[1:])), lines
+
+
+def elapsed_seconds(line):
+    """The seconds of a progress line's '1 min 05 s elapsed' (or '42 s', '1 h 02 min')."""
+    words = line.split("% ", 1)[1].split(" elapsed", 1)[0].split()
+    units = {"h": 3600, "min": 60, "s": 1}
+    return sum(int(number) * units[unit] for number, unit in zip(words[::2], words[1::2]))
 
 
 @pytest.mark.slow
