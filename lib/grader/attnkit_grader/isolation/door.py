@@ -135,7 +135,17 @@ def installed_assignments():
     """Names of the assignments whose probes the installed grader holds (the only names a request may give)."""
     from .staging import ASSIGNMENTS, PROBES, package_dir
     root = package_dir(ASSIGNMENTS)
-    return sorted(p.name for p in root.iterdir() if (p / PROBES / "__init__.py").is_file())
+    return sorted(p.name for p in root.iterdir()
+                  if ASSIGNMENT.fullmatch(p.name) and _readable(p / PROBES / "__init__.py"))
+
+
+def _readable(path):
+    """Whether ``path`` is a file this process may read: a folder it may not enter (a __pycache__ that root
+    wrote with umask 077, met by an unprivileged cluster worker) holds no assignment for it."""
+    try:
+        return path.is_file() and os.access(path, os.R_OK)
+    except OSError:
+        return False
 
 
 def parse_request(frames, assignments):
