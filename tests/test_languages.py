@@ -1,0 +1,131 @@
+"""The student's language (attnkit.i18n): chosen by the edition's folder, ATTNKIT_LANG or set_language; the
+checks' messages in it; the grades and the known mistakes' recognition the same in every language."""
+
+import json
+import shutil
+
+import nbformat
+import pytest
+import torch
+
+import attnkit
+from attnkit import checking, i18n
+from attnkit.checking import CellScoredZero, Checks, expect_shape, expect_worked
+
+CASE = "ps1_learnable_pe/known_table"     # a worked case whose first known mistake (table_last_rows) matches alone
+
+SAID = {   # what a student reads, per language, for the same wrong answer
+    "en": ("is off by up to", "These are exactly the numbers of a known mistake", "this cell earned 0 of 2 points.",
+           "What failed:", "should have shape (2, 3), got (3, 2)"),
+    "fr": ("écart allant jusqu'à", "Ce sont exactement les nombres d'une erreur connue",
+           "cette cellule a obtenu 0 point sur 2.", "Ce qui a échoué\u00a0:", "forme attendue (2, 3), obtenue (3, 2)"),
+    "zh": ("误差最大达", "这些正是一个已知错误给出的数值", "此单元格得 0 分（满分 2 分）。", "未通过的检查：",
+           "形状应为 (2, 3)，实际为 (3, 2)"),
+}
+
+
+@pytest.fixture(autouse=True)
+def no_choice_made(monkeypatch):
+    monkeypatch.delenv(i18n.ENVIRONMENT, raising=False)
+    i18n.set_language(None)
+    yield
+    i18n.set_language(None)
+
+
+def graded_cell():
+    """A cell with a known mistake's numbers in one check and a wrong shape in another: (score, printed, raised)."""
+    entry = json.load(open(checking.WORKED + "/ps1_learnable_pe.json"))["cases"]["known_table"]
+    mistake = torch.tensor(entry["variants"][0]["values"], dtype=torch.float64)
+    checks = Checks(points=2)
+    with checks("the worked case", 1):
+        expect_worked(mistake, CASE, "pe(X)")
+    with checks("the shape", 1, kind="structure"):
+        expect_shape(torch.zeros(3, 2), (2, 3), "the output")
+    try:
+        return checks.score(), checks, None
+    except CellScoredZero as raised:
+        return 0.0, checks, raised
+
+
+@pytest.mark.parametrize("language", ["en", "fr", "zh"])
+def test_a_notebook_in_an_editions_folder_speaks_its_language(language, tmp_path, monkeypatch, capsys):
+    """A kernel started in the folder a hub fetch or the student edition gives the edition (NAME_fr, NAME_zh)
+    prints the checks in that language; the English folder in English. The score and the recognition of the
+    known mistake (CheckFailed's English text, matched) are the same in every language."""
+    folder = tmp_path / ("ps1_learnable_pe" if language == "en" else f"ps1_learnable_pe_{language}")
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    assert i18n.language() == language
+    score, checks, raised = graded_cell()
+    printed = capsys.readouterr()
+    shown = printed.out + str(raised)
+    for text in SAID[language]:
+        assert text in shown, (text, shown)
+    if language != "en":
+        for text in SAID["en"]:
+            assert text not in shown, (text, shown)
+    assert printed.err == ""
+    assert (score, checks.matched, checks.unsupported()) == (0.0, True, 0.0)
+    english = checks.results
+    assert "These are exactly the numbers of a known mistake" in english[0][2]
+
+
+def test_the_environment_variable_and_set_language_choose_from_any_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert i18n.language() == "en"
+    monkeypatch.setenv("ATTNKIT_LANG", "zh_CN.UTF-8")
+    assert i18n.language() == "zh"
+    attnkit.set_language("fr")                  # the student's own cell wins over the variable
+    graded_cell()
+    assert "Ce qui a échoué" in capsys.readouterr().out + str(graded_cell()[2])
+    attnkit.set_language(None)
+    assert i18n.language() == "zh"
+    monkeypatch.chdir(tmp_path.parent)
+    (tmp_path / "ps2_relative_pe_fr").mkdir()
+    monkeypatch.chdir(tmp_path / "ps2_relative_pe_fr")
+    assert i18n.language() == "zh"               # the variable wins over the folder
+    monkeypatch.setenv("ATTNKIT_LANG", "")
+    assert i18n.language() == "fr"
+    with pytest.raises(ValueError, match="language: expected one of en, fr, zh, got 'de'"):
+        attnkit.set_language("de")
+
+
+def test_grades_do_not_depend_on_the_language(tmp_path, monkeypatch, capsys):
+    """The same answers, in each language: the same scores, the same known mistake named (by its English text,
+    as the grader and the worked cases compare it)."""
+    seen = set()
+    for language in ("en", "fr", "zh"):
+        attnkit.set_language(language)
+        score, checks, _ = graded_cell()
+        passing = Checks(points=3)
+        with passing("right", 1):
+            pass
+        with passing("wrong", 2):
+            expect_shape(torch.zeros(1), (2,), "X")
+        seen.add((score, checks.matched, tuple(checks.results), passing.score()))
+    assert len(seen) == 1, seen
+    assert capsys.readouterr().err == ""
+
+
+VALIDATE = {   # nbgrader validate on a blank release: how a cell that earned nothing says so, per language
+    "en": ("CellScoredZero: this cell earned 0 of", "What failed:"),
+    "fr": ("CellScoredZero: cette cellule a obtenu 0 point sur", "Ce qui a échoué\u00a0:"),
+    "zh": ("CellScoredZero: 此单元格得 0 分", "未通过的检查："),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("language", ["fr", "zh"])
+def test_validate_in_an_editions_folder_lists_the_failing_checks_in_its_language(language, tmp_path):
+    """nbgrader validate (the Validate button) on the edition's blank release, in a folder named as the hub
+    fetches it: every cell that earned nothing says so in the edition's language, none in English."""
+    from test_assignments import ROOT, nbgrader
+    folder = tmp_path / f"ps1_learnable_pe_{language}"
+    folder.mkdir()
+    shutil.copy(ROOT / "release" / folder.name / "ps1_learnable_pe.ipynb", folder)
+    code, log = nbgrader("validate", str(folder / "ps1_learnable_pe.ipynb"), cwd=folder)
+    tests = [c for c in nbformat.read(folder / "ps1_learnable_pe.ipynb", as_version=4).cells
+             if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")]
+    zeroed, failed = VALIDATE[language]
+    assert log.count(zeroed) == log.count(failed) == len(tests) > 0, log[-3000:]
+    assert VALIDATE["en"][0] not in log and VALIDATE["en"][1] not in log, log[-3000:]
