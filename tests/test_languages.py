@@ -16,11 +16,12 @@ CASE = "ps1_learnable_pe/known_table"     # a worked case whose first known mist
 
 SAID = {   # what a student reads, per language, for the same wrong answer
     "en": ("is off by up to", "These are exactly the numbers of a known mistake", "this cell earned 0 of 2 points.",
-           "What failed:", "should have shape (2, 3), got (3, 2)"),
+           "What failed:", "should have shape (2, 3), got (3, 2)", "forward takes the last n rows of the table"),
     "fr": ("écart allant jusqu'à", "Ce sont exactement les nombres d'une erreur connue",
-           "cette cellule a obtenu 0 point sur 2.", "Ce qui a échoué\u00a0:", "forme attendue (2, 3), obtenue (3, 2)"),
+           "cette cellule a obtenu 0 point sur 2.", "Ce qui a échoué\u00a0:", "forme attendue (2, 3), obtenue (3, 2)",
+           "forward prend les n dernières lignes de la table"),
     "zh": ("误差最大达", "这些正是一个已知错误给出的数值", "此单元格得 0 分（满分 2 分）。", "未通过的检查：",
-           "形状应为 (2, 3)，实际为 (3, 2)"),
+           "形状应为 (2, 3)，实际为 (3, 2)", "forward 取的是表的最后 n 行"),
 }
 
 
@@ -129,3 +130,44 @@ def test_validate_in_an_editions_folder_lists_the_failing_checks_in_its_language
     zeroed, failed = VALIDATE[language]
     assert log.count(zeroed) == log.count(failed) == len(tests) > 0, log[-3000:]
     assert VALIDATE["en"][0] not in log and VALIDATE["en"][1] not in log, log[-3000:]
+
+
+def test_a_chinese_hand_in_gets_a_chinese_feedback_page(tmp_path):
+    """The feedback page of a hand-in collected from ps2_relative_pe_zh: the page's sentences, the judge's frame of
+    a diagnosis and the catalogue's explanation in Chinese; the same result for an English hand-in in English;
+    the scores the same."""
+    from attnkit_assignments.ps2_relative_pe.bugs import BUGS
+    from attnkit_grader import feedback
+    from attnkit_grader.judging import engine, variants
+    from attnkit_grader.results import CellResult, CheckResult, Message, SubmissionResult
+
+    bug = next(bug for bug in BUGS if bug.name == "index_i_minus_j")
+    wrong = Message.make("{what} should have shape {expected}, got {actual}", what="the index", expected="(4, 6)",
+                         actual="(6, 4)")
+    checks = (CheckResult("c1", "the index of a 4 x 6 case", 0.0, 2.0, False, message=Message.make(
+                  engine.DIAGNOSED, diagnosis=variants.diagnosis([bug]), message=wrong), mistakes=(bug.name,)),
+              CheckResult("c2", "the index is int64", 1.0, 1.0, True, kind="structure"))
+    result = SubmissionResult("student_zh", "ps2_relative_pe", "graded",
+                              cells={"test_index": CellResult("test_index", "test", 3.0, 1.0, checks),
+                                     "why": CellResult("why", "written", 2.0, None)})
+    cells = [("test_index", "test", 3.0, "..."), ("why", "written", 2.0, "")]
+    folder = tmp_path / "submitted" / "student_zh" / "ps2_relative_pe"
+    folder.mkdir(parents=True)
+    (folder / "collect.json").write_text(json.dumps({"edition": "ps2_relative_pe_zh", "language": "zh"}))
+    assert feedback.language(folder) == "zh"
+    assert feedback.language(tmp_path / "ps2_relative_pe_fr") == "fr"        # no record: the edition's folder
+    assert feedback.language(tmp_path / "ps2_relative_pe") == "en"
+
+    page = feedback.page(result, cells, language=feedback.language(folder))
+    for text in ('<html lang="zh">', "ps2_relative_pe：给 student_zh 的反馈", "自动评分：1 / 3 分。",
+                 "书面回答（why）由教师人工评分。", "评分程序用它选取的新输入调用了你的函数",
+                 "你的数值与一个已知错误给出的数值完全相同：索引用的是 i - j（查询减键），而不是 j - i，因此每个距离的符号都反了。",
+                 "（the index：形状应为 (4, 6)，实际为 (6, 4)）", "(1 / 3 分)", "书面回答：由教师人工评分。"):
+        assert text in page, (text, page)
+    for english in ("feedback for", "Autograded", "graded by hand", "known mistake", "should have shape",
+                    "instead of j - i"):
+        assert english not in page, english
+    assert "the index of a 4 x 6 case" in page                 # a check's name: the test cell's own text
+
+    english = feedback.page(result, cells)
+    assert "Autograded: 1 / 3 points." in english and bug.says in english and "自动评分" not in english

@@ -430,7 +430,9 @@ def _named(what, signature):
 
 
 def _either(explanations):
-    """The catalogue's ``explanations`` of known mistakes as one Text: 'first; or second; or third'."""
+    """The catalogue's ``explanations`` of known mistakes as one Text: 'first; or second; or third' (a worked case's
+    group of mistakes that fail alike comes joined so: each is translated alone)."""
+    explanations = [part for explanation in explanations for part in explanation.split("; or ")]
     listed = Text(explanations[0])
     for later in explanations[1:]:
         listed = Text("{earlier}; or {later}", earlier=listed, later=Text(later))
