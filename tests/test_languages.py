@@ -171,3 +171,19 @@ def test_a_chinese_hand_in_gets_a_chinese_feedback_page(tmp_path):
 
     english = feedback.page(result, cells)
     assert "Autograded: 1 / 3 points." in english and bug.says in english and "自动评分" not in english
+
+
+def test_chinese_lines_of_a_zeroed_cell_fit_validates_width():
+    """A Chinese character takes two columns: the lines of CellScoredZero fit LINE columns by display width."""
+    import unicodedata
+    attnkit.set_language("zh")
+    checks = Checks(points=1)
+    for number in range(3):
+        with checks(f"check {number} of a cell", 1 / 3):
+            expect_shape(torch.zeros(3, 2), (2, 3), "relative_position_index(4, 6, 2) 的结果，以及它的形状和数据类型")
+    with pytest.raises(CellScoredZero) as raised:
+        checks.score()
+    lines = str(raised.value).split("\n")
+    width = [sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line) for line in lines]
+    assert len(lines) > 5 and max(width) <= checking.LINE, list(zip(width, lines))
+    assert "形状应为 (2, 3)" in "".join(lines)

@@ -21,14 +21,18 @@ import functools
 import json
 import os
 import sys
-import textwrap
 import traceback
 import warnings
 
 import torch
-from torch import nn
 
-from .i18n import Text, set_language
+# The assertions and the helpers that read a student's module are modules of their own; the test cells import
+# them from here, as they always have.
+from . import expectations, loading
+from .expectations import (CheckFailed, expect, expect_close, expect_dropout, expect_equal, expect_raises,
+                           expect_shape, fmt)
+from .i18n import Text, set_language, wrap
+from .loading import load_table, single_parameter, table_of, table_tensor
 from .memory import human_bytes, largest_allocation
 
 __all__ = [
@@ -52,38 +56,14 @@ class CellScoredZero(AssertionError):
         return [f"{type(self).__name__}: {first}", *rest]
 
 
-class CheckFailed(AssertionError):
-    """A check found a wrong answer; the message says what to fix. ``matched``: the numbers are those of
-    a known mistake, which the message names (evidence of real work, see ``Checks``).
-
-    ``message``: text, or a :class:`~attnkit.i18n.Text` shown in the student's language; ``str()`` is always
-    the English text (known mistakes are recognised by it, whatever the language)."""
-
-    def __init__(self, message, matched=False):
-        self.text = message if isinstance(message, Text) else Text(str(message))
-        super().__init__(str(self.text))
-        self.matched = matched
-
-
-def fmt(x):
-    """A number as short text: whole numbers below a million as integers, others with 4 significant digits
-    (Python and numpy numbers alike; the notebooks' checks and the grader's judge both word numbers so)."""
-    try:
-        x = float(x)
-    except (TypeError, ValueError):        # a complex number or another object: as Python shows it
-        return str(x)
-    if x.is_integer() and abs(x) < 1e6:
-        return str(int(x))
-    return f"{x:.4g}"
-
-
 _LIBRARIES = tuple(os.path.dirname(module.__file__) + os.sep for module in (torch, contextlib))
+_OURS = {__file__, expectations.__file__, loading.__file__}      # the checks' own frames: never the student's
 
 
 def _where(tb):
     """' (raised in forward, line 12)': the innermost frame outside torch and the standard library."""
     frames = traceback.extract_tb(tb)
-    own = [f for f in frames if not f.filename.startswith(_LIBRARIES) and f.filename != __file__]
+    own = [f for f in frames if not f.filename.startswith(_LIBRARIES) and f.filename not in _OURS]
     frame = (own or frames or [None])[-1]
     return None if frame is None else (frame.name, frame.lineno)
 
@@ -232,17 +212,17 @@ class Checks:
         failed = [(what, text) for (what, points, message, _), text in zip(self.results, self.texts)
                   if message is not None and points > 0]
         if reason is not None:
-            lines += _wrap(Text("Not graded: {reason}", reason=reason).render())
+            lines += wrap(Text("Not graded: {reason}", reason=reason).render(), LINE)
         elif failed:
             lines.append(Text("What failed:").render())
             for what, message in failed[:5]:
-                lines += _wrap(Text("- {what}: {message}", what=what, message=message).render(),
+                lines += wrap(Text("- {what}: {message}", what=what, message=message).render(), LINE,
                                subsequent_indent="    ")
             if len(failed) > 5:
                 lines.append(Text("- and {count} more (see above)", count=len(failed) - 5).render())
         else:
-            lines += _wrap(Text("Its checks of shapes and properties passed, but they count only beside a passing "
-                                "check of the values.").render())
+            lines += wrap(Text("Its checks of shapes and properties passed, but they count only beside a passing "
+                                "check of the values.").render(), LINE)
         raise CellScoredZero("\n".join(lines))
 
     def unsupported(self):
@@ -250,23 +230,6 @@ class Checks:
         if self.matched or has_evidence((p, m is None, k) for _, p, m, k in self.results):
             return 0.0
         return sum(p for _, p, m, k in self.results if m is None and k != "values")
-
-
-def _wrap(text, subsequent_indent=""):
-    """``text`` in lines of at most LINE columns; a Chinese character takes two (no spaces to break at: any
-    character boundary may break)."""
-    if text.isascii() or not any("\u2e80" <= c <= "\uffef" for c in text):
-        return textwrap.wrap(text, LINE, subsequent_indent=subsequent_indent)
-    lines, line, width = [], "", 0
-    for character in text:
-        wide = 2 if "\u2e80" <= character <= "\uffef" else 1
-        if width + wide > LINE:
-            lines.append(line.rstrip())
-            line, width = subsequent_indent, len(subsequent_indent)
-            if character == " ":
-                continue
-        line, width = line + character, width + wide
-    return [*lines, line] if line.strip() else lines
 
 
 def has_evidence(results):
@@ -278,88 +241,6 @@ def has_evidence(results):
     """
     return any(points > 0 and kind == "values" and (passed or (rest and rest[0]))
                for points, passed, kind, *rest in results)
-
-
-# ---------------------------------------------------------------------------------------------------
-# Assertions that explain themselves: each raises CheckFailed with a message naming what is wrong.
-
-def expect(condition, message):
-    """Raise CheckFailed(message) unless ``condition``."""
-    if not condition:
-        raise CheckFailed(message)
-
-
-def expect_shape(tensor, shape, what):
-    """``tensor`` is a torch.Tensor of exactly ``shape``."""
-    if not isinstance(tensor, torch.Tensor):
-        raise CheckFailed(Text("{what} should be a torch.Tensor, got {type}", what=what, type=type(tensor).__name__))
-    if tuple(tensor.shape) != tuple(shape):
-        raise CheckFailed(Text("{what} should have shape {expected}, got {actual}", what=what,
-                               expected=tuple(shape), actual=tuple(tensor.shape)))
-
-
-def expect_equal(actual, expected, what):
-    """Exact equality, shape and values; the message shows the first differing entry."""
-    expect_shape(actual, expected.shape, what)
-    if actual.dtype.is_floating_point != expected.dtype.is_floating_point:
-        raise CheckFailed(Text("{what} should have dtype {expected}, got {actual}", what=what,
-                               expected=expected.dtype, actual=actual.dtype))
-    same = actual.detach().cpu() == expected.detach().cpu()
-    if not bool(same.all()):
-        index = tuple(int(i) for i in (~same).nonzero()[0])
-        got, want = actual[index].item(), expected[index].item()
-        raise CheckFailed(Text("{what}: {count} entries differ; first at index {index}: got {actual}, expected "
-                               "{expected}", what=what, count=int((~same).sum()), index=index, actual=fmt(got),
-                               expected=fmt(want)))
-
-
-def expect_close(actual, expected, what, atol):
-    """|actual - expected| <= atol everywhere; the message shows the worst entry."""
-    expect_shape(actual, expected.shape, what)
-    actual = actual.detach().cpu().to(torch.float64)
-    expected = expected.detach().cpu().to(torch.float64)
-    if not bool(torch.isfinite(actual).all()):
-        raise CheckFailed(Text("{what} contains NaN or inf", what=what))
-    error = (actual - expected).abs()
-    worst = float(error.max()) if error.numel() else 0.0
-    if worst > atol:
-        index = tuple(int(i) for i in torch.nonzero(error == error.max())[0])
-        raise CheckFailed(Text("{what} is off by up to {worst} (tolerance {tolerance}); at index {index}: got "
-                               "{actual}, expected {expected}", what=what, worst=f"{worst:.3g}",
-                               tolerance=f"{atol:.3g}", index=index, actual=fmt(actual[index].item()),
-                               expected=fmt(expected[index].item())))
-
-
-def expect_dropout(actual, kept, p, what, before="X + P"):
-    """``actual`` is dropout with probability ``p`` applied to ``kept`` (what the entries are before dropout, called
-    ``before`` in the messages): every entry 0 or ``kept / (1 - p)``, and about a fraction ``p`` of them 0.
-
-    Which entries are zeroed is random; the messages are not (they say what the entries that were not zeroed are,
-    never which or how many were zeroed), so the same mistake fails the same way on every run and every machine.
-    """
-    expect_shape(actual, kept.shape, what)
-    actual = actual.detach().cpu().to(torch.float64)
-    kept = kept.detach().cpu().to(torch.float64)
-    if not bool(torch.isfinite(actual).all()):
-        raise CheckFailed(Text("{what} contains NaN or inf", what=what))
-    zero = actual == 0
-    ratio = actual[~zero] / kept[~zero]             # what dropout multiplied the surviving entries by
-    scale = 1.0 / (1.0 - p)
-    if not bool(zero.any()) and bool(((ratio - 1).abs() <= 1e-6).all()):
-        raise CheckFailed(Text("{what}: no entry is 0 and the others are {before} unchanged: dropout does nothing "
-                               "in train mode (apply the module's nn.Dropout(dropout) to {before})", what=what,
-                               before=before))
-    if ratio.numel() and float(ratio.max() - ratio.min()) > 1e-4 * float(ratio.abs().max()):
-        raise CheckFailed(Text("{what}: the entries that are not 0 are not {before} times one number: dropout "
-                               "must act on {before} itself, after it is computed", what=what, before=before))
-    if ratio.numel() and abs(float(ratio[0]) - scale) > 1e-4 * scale:
-        raise CheckFailed(Text("{what}: the entries that are not 0 are {before} times {factor}, expected times "
-                               "1 / (1 - dropout) = {expected}: does the module use its dropout argument?", what=what,
-                               before=before, factor=fmt(float(ratio[0])), expected=fmt(scale)))
-    fraction = float(zero.double().mean())
-    if abs(fraction - p) > 0.1:
-        raise CheckFailed(Text("{what}: a fraction {fraction} of the entries are 0, expected about dropout = "
-                               "{dropout}", what=what, fraction=f"{fraction:.2f}", dropout=fmt(p)))
 
 
 WORKED = os.path.join(os.path.dirname(__file__), "worked")
@@ -499,66 +380,3 @@ def expect_worked(actual, key, what, atol=1e-4, expected=None):
             named = Text("These are exactly the numbers of known mistakes (they agree here): {mistakes}",
                          mistakes=_either(found))
         raise CheckFailed(Text("{message}. {diagnosis}", message=failure.text, diagnosis=named), matched=True) from None
-
-
-def expect_raises(exception, function, what):
-    """``function()`` raises ``exception``; any other outcome fails with a message."""
-    try:
-        function()
-    except exception:
-        return
-    except Exception as exc:  # noqa: BLE001 - the point is to report what was raised instead
-        raise CheckFailed(Text("{what}: expected {expected}, got {error}: {message}", what=what,
-                               expected=exception.__name__, error=type(exc).__name__, message=str(exc))) from None
-    raise CheckFailed(Text("{what}: expected {expected}, but nothing was raised", what=what,
-                           expected=exception.__name__))
-
-
-# ---------------------------------------------------------------------------------------------------
-# Reading and loading the weights of a student's module through its public interface.
-
-def single_parameter(module):
-    """The module's only parameter; CheckFailed unless it has exactly one."""
-    params = list(module.parameters())
-    if len(params) != 1:
-        shapes = [tuple(p.shape) for p in params]
-        raise CheckFailed(Text("the module should have exactly one parameter (the table), found {count} with shapes "
-                               "{shapes}; a buffer or a plain tensor attribute is not a parameter",
-                               count=len(params), shapes=shapes))
-    return params[0]
-
-
-def table_tensor(module, shape, what="the table"):
-    """The tensor of ``shape`` to load a table into: the module's only parameter when it has that shape,
-    else the one parameter, buffer or plain tensor attribute of that shape. Checks of the values can
-    then run even where the table is stored the wrong way (the checks of the parameter say so)."""
-    shape = tuple(shape)
-    params = list(module.parameters())
-    if len(params) == 1 and tuple(params[0].shape) == shape:
-        return params[0]
-    seen, found = set(), []
-    for tensor in [*params, *module.buffers(), *(v for v in vars(module).values() if isinstance(v, torch.Tensor))]:
-        if tuple(tensor.shape) == shape and id(tensor) not in seen:
-            seen.add(id(tensor))
-            found.append(tensor)
-    if len(found) != 1:
-        raise CheckFailed(Text("{what}: the module should hold one tensor of shape {shape} (its parameter), found "
-                               "{count}", what=what, shape=shape, count=len(found)))
-    return found[0]
-
-
-def table_of(obj, what):
-    """The weight tensor of an nn.Embedding, or the tensor itself for an nn.Parameter/tensor."""
-    if isinstance(obj, nn.Embedding):
-        return obj.weight
-    if isinstance(obj, torch.Tensor):
-        return obj
-    raise CheckFailed(Text("{what} should be an nn.Embedding or an nn.Parameter, got {type}", what=what,
-                           type=type(obj).__name__))
-
-
-def load_table(destination, source):
-    """Copy ``source`` into the parameter ``destination`` in place (shapes must match)."""
-    expect_shape(destination, source.shape, Text("the table to load into"))
-    with torch.no_grad():
-        destination.copy_(source.to(destination.dtype))

@@ -18,6 +18,7 @@ depend on the language. The catalogs are written and compiled with ``python -m a
 import functools
 import gettext
 import os
+import textwrap
 
 DOMAIN = "attnkit"
 LOCALE = os.path.join(os.path.dirname(__file__), "locale")
@@ -106,3 +107,20 @@ class Text:
 
     def __repr__(self):
         return f"Text({self.template!r}, **{self.args!r})"
+
+
+def wrap(text, width=80, subsequent_indent=""):
+    """``text`` in lines of at most ``width`` columns, a Chinese character taking two (Chinese has no spaces to
+    break at: a line then breaks between any two characters)."""
+    if not any("\u2e80" <= c <= "\uffef" for c in text):
+        return textwrap.wrap(text, width, subsequent_indent=subsequent_indent)
+    lines, line, used = [], "", 0
+    for character in text:
+        wide = 2 if "\u2e80" <= character <= "\uffef" else 1
+        if used + wide > width:
+            lines.append(line.rstrip())
+            line, used = subsequent_indent, len(subsequent_indent)
+            if character == " ":
+                continue
+        line, used = line + character, used + wide
+    return [*lines, line] if line.strip() else lines
