@@ -187,3 +187,16 @@ def test_chinese_lines_of_a_zeroed_cell_fit_validates_width():
     width = [sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line) for line in lines]
     assert len(lines) > 5 and max(width) <= checking.LINE, list(zip(width, lines))
     assert "形状应为 (2, 3)" in "".join(lines)
+
+
+@pytest.mark.parametrize("language", ["en", "fr", "zh"])
+def test_each_editions_header_says_its_messages_language_and_how_to_switch(language):
+    """The released notebook's 'how this notebook is graded' cell, in each edition: the messages' language, the
+    edition's folder, and the call that switches (issue 26, point 3)."""
+    from test_assignments import ROOT
+    said = {"en": "English here", "fr": "ici en français", "zh": "这里是中文"}[language]
+    for name in ("ps1_learnable_pe", "ps2_relative_pe"):
+        folder = name if language == "en" else f"{name}_{language}"
+        header = nbformat.read(ROOT / "release" / folder / f"{name}.ipynb", as_version=4).cells[1].source
+        assert said in header and "attnkit.set_language(" in header, header[-600:]
+        assert f"`{name}_{'fr' if language == 'en' else language}`" in header
