@@ -119,12 +119,15 @@ VALIDATE = {   # nbgrader validate on a blank release: how a cell that earned no
 @pytest.mark.parametrize("language", ["fr", "zh"])
 def test_validate_in_an_editions_folder_lists_the_failing_checks_in_its_language(language, tmp_path):
     """nbgrader validate (the Validate button) on the edition's blank release, in a folder named as the hub
-    fetches it: every cell that earned nothing says so in the edition's language, none in English."""
+    fetches it: every cell that earned nothing says so in the edition's language, none in English, and every
+    test cell earns nothing, as in the English edition."""
     from test_assignments import ROOT, nbgrader
     folder = tmp_path / f"ps1_learnable_pe_{language}"
     folder.mkdir()
     shutil.copy(ROOT / "release" / folder.name / "ps1_learnable_pe.ipynb", folder)
-    code, log = nbgrader("validate", str(folder / "ps1_learnable_pe.ipynb"), cwd=folder)
+    # From another folder, as JupyterLab's Validate button calls it from the server's root: nbgrader's validator
+    # runs the kernel in the notebook's folder.
+    code, log = nbgrader("validate", str(folder / "ps1_learnable_pe.ipynb"), cwd=tmp_path)
     tests = [c for c in nbformat.read(folder / "ps1_learnable_pe.ipynb", as_version=4).cells
              if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")]
     zeroed, failed = VALIDATE[language]
