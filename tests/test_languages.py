@@ -141,7 +141,7 @@ def test_a_chinese_hand_in_gets_a_chinese_feedback_page(tmp_path):
     the scores the same."""
     from attnkit_assignments.ps2_relative_pe.bugs import BUGS
     from attnkit_grader import feedback
-    from attnkit_grader.judging import engine, variants
+    from attnkit_grader.judging import compare, engine, variants
     from attnkit_grader.results import CellResult, CheckResult, Message, SubmissionResult
 
     bug = next(bug for bug in BUGS if bug.name == "index_i_minus_j")
@@ -149,7 +149,9 @@ def test_a_chinese_hand_in_gets_a_chinese_feedback_page(tmp_path):
                          actual="(6, 4)")
     checks = (CheckResult("c1", "the index of a 4 x 6 case", 0.0, 2.0, False, message=Message.make(
                   engine.DIAGNOSED, diagnosis=variants.diagnosis([bug]), message=wrong), mistakes=(bug.name,)),
-              CheckResult("c2", "the index is int64", 1.0, 1.0, True, kind="structure"))
+              CheckResult("c2", "the index is int64", 1.0, 1.0, True, kind="structure"),
+              CheckResult("c3", "the index on random sizes", 0.0, 0.0, False,
+                          message=compare.Fail("{what} contains NaN or inf", what="the index").message))
     result = SubmissionResult("student_zh", "ps2_relative_pe", "graded",
                               cells={"test_index": CellResult("test_index", "test", 3.0, 1.0, checks),
                                      "why": CellResult("why", "written", 2.0, None)})
@@ -165,10 +167,11 @@ def test_a_chinese_hand_in_gets_a_chinese_feedback_page(tmp_path):
     for text in ('<html lang="zh">', "ps2_relative_pe：给 student_zh 的反馈", "自动评分：1 / 3 分。",
                  "书面回答（why）由教师人工评分。", "评分程序用它选取的新输入调用了你的函数",
                  "你的数值与一个已知错误给出的数值完全相同：索引用的是 i - j（查询减键），而不是 j - i，因此每个距离的符号都反了。",
-                 "（the index：形状应为 (4, 6)，实际为 (6, 4)）", "(1 / 3 分)", "书面回答：由教师人工评分。"):
+                 "（the index：形状应为 (4, 6)，实际为 (6, 4)）", "(1 / 3 分)", "书面回答：由教师人工评分。",
+                 "the index：包含 NaN 或 inf"):
         assert text in page, (text, page)
     for english in ("feedback for", "Autograded", "graded by hand", "known mistake", "should have shape",
-                    "instead of j - i"):
+                    "instead of j - i", "contains NaN"):
         assert english not in page, english
     assert "the index of a 4 x 6 case" in page                 # a check's name: the test cell's own text
 

@@ -6,8 +6,9 @@ Two catalogs (gettext domains), French and Chinese each:
   package (the checks' messages, the known-mistake frames, CellScoredZero) and the catalogue's explanations of
   known mistakes (each assignment's ``bugs.BUGS``, whose ``says`` the worked cases ship to the notebook);
 - ``attnkit_grader`` (``attnkit_grader/locale``): the feedback page's sentences (:mod:`.feedback`) and the judge's
-  frames of a diagnosis (:mod:`.judging.engine`, :mod:`.judging.variants`). The feedback page falls back on the
-  first catalog for the messages they share.
+  frames of a diagnosis (:mod:`.judging.engine`, :mod:`.judging.variants`), and the judge's generic comparisons
+  (:mod:`.judging.compare`); an assignment's own hidden-check sentences (its ``checks.py``) are not in it yet
+  and stay English. The feedback page falls back on the first catalog for the messages they share.
 
 ``python -m attnkit_grader.catalogs extract``  each .pot from the code, and each .po updated with the new messages
                                                (untranslated: the catalog test fails until a translator fills them)
@@ -96,9 +97,10 @@ def _found(domain):
             yield from ((bug.says, path) for bug in bugs.BUGS)
         return
     from . import feedback
-    from .judging import engine, variants
-    for module in (engine, variants, feedback):
-        yield from ((m, Path(module.__file__)) for m in _python(module.__file__, {"N_": None, "make": None}))
+    from .judging import compare, engine, variants
+    for module in (engine, variants, feedback, compare):
+        yield from ((m, Path(module.__file__)) for m in _python(module.__file__, {"N_": None, "make": None,
+                                                                                  "Fail": None, "sentence": None}))
     template = io.BytesIO(feedback.SOURCE.encode("utf-8"))
     for _, _, message, _ in jinja2.ext.babel_extract(template, ("_", "gettext"), (), {}):
         yield (message[0] if isinstance(message, tuple) else message), Path(feedback.__file__)
