@@ -206,3 +206,5 @@ def test_each_editions_header_says_its_messages_language_and_how_to_switch(langu
         header = nbformat.read(ROOT / "release" / folder / f"{name}.ipynb", as_version=4).cells[1].source
         assert said in header and "attnkit.set_language(" in header, header[-600:]
         assert f"`{name}_{'fr' if language == 'en' else language}`" in header
+        # the marker of a check shown but not counted, as the checks print it in this language
+        assert f"`{i18n.Text('not scored').render(language)}`" in header, header
