@@ -208,3 +208,16 @@ def test_each_editions_header_says_its_messages_language_and_how_to_switch(langu
         assert f"`{name}_{'fr' if language == 'en' else language}`" in header
         # the marker of a check shown but not counted, as the checks print it in this language
         assert f"`{i18n.Text('not scored').render(language)}`" in header, header
+
+
+@pytest.mark.parametrize("language", ["en", "fr", "zh"])
+def test_the_students_guide_quotes_the_markers_as_its_language_prints_them(language):
+    """The students' guide in each language explains the lines the checks print: the markers it quotes are the
+    ones the checks print in that language."""
+    import re
+    from test_assignments import ROOT
+    page = (ROOT / "site" / "pages" / language / "guide" / "students.md").read_text(encoding="utf-8")
+    for template in ("not scored", "FLAGGED: {remark}", "NOT GRADED: {reason}",
+                     "not implemented yet: your code still raises NotImplementedError"):
+        marker = re.split(r"\s*[:：]", i18n.translate(template, language))[0]
+        assert f"`{marker}" in page, (language, marker)
