@@ -168,7 +168,7 @@ def test_a_batch_graded_through_the_door_gets_the_grades_of_an_in_process_sandbo
     monkeypatch.setattr(bwrap.Sandbox, "run", no_local_sandbox)
     run = grade(root, [PS1], controls, reports_dir=root / "grades")
     points = {student: sum(run.table.points[student, PS1].values()) for student in expected["controls"]}
-    assert points == {"blank": 0.0, "partial": 5.0, "shape_only": 0.0}, points
+    assert points == {"blank": 0.0, "partial": 4.5, "shape_only": 0.0}, points
     assert all(record.status == "graded" for record in run.submissions.values())
     assert not (root / "grades" / "work" / "public").exists()          # the door staged its own packages
     assert not list((tmp_path / "door-state").glob("run-*"))           # and removed its scratch folders

@@ -342,7 +342,7 @@ def test_the_autograded_copy_keeps_what_the_formgrader_needs_and_shows_text_only
     released = {c["metadata"]["nbgrader"]["grade_id"]: c["metadata"] for c in release.notebook["cells"]
                 if "nbgrader" in c.get("metadata", {})}
     for cell in node.cells:
-        assert set(cell.metadata) <= {"deletable", "editable", "nbgrader"}
+        assert set(cell.metadata) <= {"deletable", "editable", "nbgrader", "tags"}
         if "nbgrader" in cell.metadata:
             assert cell.metadata == released[cell.metadata["nbgrader"]["grade_id"]]      # points: 2, not 100
         for output in cell.get("outputs", []):
@@ -714,7 +714,9 @@ def test_reports_csv_histogram_and_table(graded, expected):
 # it was made): the insight report must rank exactly these.
 MISTAKES = {
     ("bug_frozen_table", "ps1_learnable_pe"): {"table_frozen"},
-    ("partial", "ps1_learnable_pe"): {"dropout_missing", "no_length_check"},
+    # partial's missing length check fails pe_too_long, a check of a property (issue 25), whose failures
+    # the catalogue's variants are not compared with: its own message says what to do, and names no mistake
+    ("partial", "ps1_learnable_pe"): {"dropout_missing"},
     ("bug_sign_flip", "ps2_relative_pe"): {"index_i_minus_j"},
     ("bug_no_clip", "ps2_relative_pe"): {"index_not_clipped"},
     ("bug_num_hiddens_scale", "ps2_relative_pe"): {"scale_num_hiddens_no_root"},

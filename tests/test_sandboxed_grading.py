@@ -42,7 +42,7 @@ from attnkit_grader.cli import parser
 from attnkit_grader.feedback import page
 from attnkit_grader.journal import Journal
 from attnkit_grader.judging import registry
-from attnkit_grader.progress import Progress, duration
+from attnkit_grader.progress import INTERVAL, Progress, duration
 from attnkit_grader.release_cells import Release
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,8 +52,8 @@ EXPECTED = json.loads((HOSTILE / "expected.json").read_text())
 PS1 = EXPECTED["assignment"]
 TESTS = ("test_pe_table", "test_pe_forward")
 # The one result a submission can forge: whether pe(X) raised ValueError past max_len is the submission's
-# own report (see the docstring of attnkit_grader.judging.engine), so that check is shown and worth 0 points.
-FLAG_CHECK = "a sequence longer than max_len raises ValueError"    # the one self-reported result: worth 0
+# own report (see the docstring of attnkit_grader.judging.engine): a check of a property, worth a one-line raise.
+FLAG_CHECK = "n = max_len positions work and a longer sequence raises ValueError"   # the one self-reported result
 OUTPUT_DIRS = ("grades", "grades_sequential", "grades_pool")
 
 
@@ -342,23 +342,29 @@ def test_controls_grade_the_same_with_one_worker_and_with_the_pool(hostile):
         other = sequential.submissions[key]
         assert (record.status, record.issues, record.checked) == (other.status, other.issues, other.checked), key
     assert points(pool, "blank") == {"test_pe_table": 0.0, "test_pe_forward": 0.0}
-    assert points(pool, "partial") == {"test_pe_table": 2.0, "test_pe_forward": 3.0}
+    assert points(pool, "partial") == {"test_pe_table": 2.0, "test_pe_forward": 2.5}      # no length check
     # right shapes and no right value: the structure checks pass and count for nothing
     assert points(pool, "shape_only") == {"test_pe_table": 0.0, "test_pe_forward": 0.0}
 
 
 @pytest.mark.slow
 def test_no_trick_earns_a_point(hostile):
+    """Each attack scores what its honest control scores; the flag forger, what its control would score with
+    the one-line raise the exercise asks for (see the next test): nothing a forger gains is out of reach."""
     run, controls = hostile["run"], hostile["pool"]
     scored = {student: points(run, student) for student in EXPECTED["attacks"]}
     honest = {student: points(controls, spec["control"]) for student, spec in EXPECTED["attacks"].items()}
+    honest["flag_forger"]["test_pe_forward"] += flag_check(controls, "partial").max_points
     assert scored == honest
 
 
 @pytest.mark.slow
-def test_the_forged_flag_changes_one_verdict_worth_nothing(hostile):
+def test_the_forged_flag_changes_one_verdict_worth_a_one_line_raise(hostile):
     """flag_forger turns the ValueError verdict of pe_too_long (its process's own report, which nothing
-    outside it can verify) into a pass, and nothing else: that check is shown, worth 0 points."""
+    outside it can verify) into a pass, and nothing else. Since issue 25 that check is worth a share of the
+    cell (leaving the required error out must cost something), as a check of a property: it counts only once
+    a check of the cell's values passes, so a forger gains what the one-line raise would, never more, and
+    nothing on a cell whose values are wrong."""
     run, controls = hostile["run"], hostile["pool"]
     forged = {check.name: check.passed for checks in run.submissions["flag_forger", PS1].checked.values()
               for check in checks}
@@ -366,9 +372,14 @@ def test_the_forged_flag_changes_one_verdict_worth_nothing(hostile):
                for check in checks}
     changed = {name for name in forged if forged[name] != control[name]}
     assert len(changed) == 1 and next(iter(changed)).startswith(FLAG_CHECK)
-    worth = {check.name: check.max_points for checks in run.submissions["flag_forger", PS1].checked.values()
-             for check in checks}
-    assert worth[next(iter(changed))] == 0
+    flag = flag_check(run, "flag_forger")
+    assert flag.name in changed and flag.passed and flag.kind == "property" and 0 < flag.max_points <= 0.5
+
+
+def flag_check(run, student):
+    [flag] = [check for checks in run.submissions[student, PS1].checked.values() for check in checks
+              if check.name.startswith(FLAG_CHECK)]
+    return flag
 
 
 @pytest.mark.slow
@@ -388,8 +399,19 @@ def test_the_batch_completes_and_reports_every_submission(hostile):
     everyone = hostile["attacked"] + hostile["classmates"]
     assert {key: r.status for key, r in run.submissions.items()} == {(s, PS1): "graded" for s in everyone}
     lines = hostile["progress"].splitlines()
-    assert len(lines) == len(everyone) and lines[-1].startswith("[" + "#" * 24 + "]")
+    assert 1 <= len(lines) <= len(everyone) and lines[-1].startswith("[" + "#" * 24 + "]")
+    assert f" {len(everyone)}/{len(everyone)} " in lines[-1] and "done" in lines[-1]
     assert all("ETA" in line or "done" in line for line in lines)
+    # off a terminal, a line every INTERVAL seconds at most (then the last): elapsed times, rounded to seconds
+    elapsed = [elapsed_seconds(line) for line in lines[:-1]]
+    assert all(later - earlier >= INTERVAL - 1 for earlier, later in zip(elapsed, elapsed[1:])), lines
+
+
+def elapsed_seconds(line):
+    """The seconds of a progress line's '1 min 05 s elapsed' (or '42 s', '1 h 02 min')."""
+    words = line.split("% ", 1)[1].split(" elapsed", 1)[0].split()
+    units = {"h": 3600, "min": 60, "s": 1}
+    return sum(int(number) * units[unit] for number, unit in zip(words[::2], words[1::2]))
 
 
 @pytest.mark.slow
@@ -461,7 +483,7 @@ def test_reports_table_csv_and_plots(hostile):
     assert len(rows) == len(registry.describe(PS1)) * len(everyone)       # one row per check, scored or not
     table = run.reports["table.txt"].read_text()
     assert "Lost points (first failed check of each exercise)" in table
-    assert "stuck_loop / ps1_learnable_pe / test_pe_forward (3/4): " in table
+    assert "stuck_loop / ps1_learnable_pe / test_pe_forward (2.5/4): " in table
     report = json.loads(run.reports["report.json"].read_text())
     assert "pe(X) with" in report["students"]["stuck_loop"][PS1]["failures"]["test_pe_forward"]
 
@@ -541,8 +563,8 @@ def test_late_submissions_get_the_courses_late_penalty(sandboxes, tmp_path):
     with Gradebook(course.db_url, course.course_id) as gradebook:
         late, early = (gradebook.find_submission(PS1, s) for s in ("late", "early"))
         assert late.total_seconds_late == 86400 and early.total_seconds_late == 0
-        assert late.late_submission_penalty == late.score == 5.0 and early.late_submission_penalty == 0
-    assert points(run, "late") == points(run, "early") == {"test_pe_table": 2.0, "test_pe_forward": 3.0}
+        assert late.late_submission_penalty == late.score == 4.5 and early.late_submission_penalty == 0
+    assert points(run, "late") == points(run, "early") == {"test_pe_table": 2.0, "test_pe_forward": 2.5}
 
 
 @pytest.mark.slow

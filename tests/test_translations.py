@@ -13,8 +13,13 @@ notebook under a language folder of course/, compared with the English notebook 
   per code cell (figures where the English has figures; images are not compared, their text is
   translated), the same sequence of numbers in every text output except in cells nbval ignores;
 * markdown cells: the same formulas (`$...$`, `$$...$$`, whitespace aside, in any order, since word
-  order differs between languages), the same heading levels and the same number of images; relative
-  links of the translation resolve from its own folder.
+  order differs between languages; a decimal comma written `22{,}6`, as French typesets it, equals the
+  English `22.6`), the same heading levels and the same number of images; relative links of the
+  translation resolve from its own folder;
+* a translation sends its reader to its own language: every path it gives (relative links, and code
+  spans naming the repository's folders, such as `release/ps1_learnable_pe`) leads to the edition in
+  its language where one exists (`release/ps1_learnable_pe_fr`, `course/fr/...`), never to the English
+  one or another language's.
 
 When the English lecture changes, this test lists, per translated notebook, each cell that no longer
 matches (0-based index, kind of difference, the English cell's first line): the translator redoes those
@@ -35,6 +40,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 COURSE = ROOT / "course"
 PLACEHOLDER = "…"
+DECIMAL_COMMA = re.compile(r"(?<=\d)\{,\}(?=\d)")
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|(?<![^\W\d_])[-+]?(?:nan|inf)(?![^\W\d_])",
                     re.IGNORECASE)
 
@@ -136,11 +142,12 @@ def numbers(text):
 # ------------------------------------------------------------------------------------------ markdown
 
 def formulas(markdown):
+    """The formulas, whitespace normalised and decimal commas (`22{,}6`, French typesetting) read as points."""
     text = re.sub(r"```.*?```", "", markdown, flags=re.DOTALL)
     text = re.sub(r"`[^`\n]*`", "", text)                          # code spans may hold a literal $
     found = []
     for display, inline in re.findall(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<!\\)\$(.+?)(?<!\\)\$", text, re.DOTALL):
-        found.append(" ".join((display or inline).split()))
+        found.append(DECIMAL_COMMA.sub(".", " ".join((display or inline).split())))
     return found
 
 
@@ -159,6 +166,42 @@ def relative_links(markdown):
     targets = re.findall(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)", text)
     return [t.split("#")[0] for t in targets
             if not re.match(r"^[a-z][a-z0-9+.-]*:", t, re.IGNORECASE) and not t.startswith("#")]
+
+
+def repository_paths(markdown, folder):
+    """(as written, path from the repository root) of every relative link and every code span naming a path
+    under one of the repository's top-level folders (`release/ps1_learnable_pe`), for a notebook in ``folder``."""
+    text = re.sub(r"```.*?```", "", markdown, flags=re.DOTALL)
+    found = [(target, (folder / target).resolve()) for target in relative_links(markdown) if target]
+    for span in re.findall(r"`([^`\n]+)`", text):
+        span = span.strip().rstrip("/")
+        if re.fullmatch(r"[\w.-]+(?:/[\w.-]+)+", span) and (ROOT / span.split("/")[0]).is_dir():
+            found.append((span, ROOT / span))
+    return found
+
+
+def foreign_path(path, language, languages):
+    """Why ``path`` (absolute) is not in ``language``'s edition where one exists, or None.
+
+    An edition in a language is a sibling with the language as suffix (`release/ps1_learnable_pe_fr`) or the
+    same name in the language's folder (`course/fr/01_self_attention.ipynb`)."""
+    try:
+        parts = path.relative_to(ROOT).parts
+    except ValueError:
+        return None                                                   # outside the repository
+    for depth, part in enumerate(parts):
+        parent = ROOT.joinpath(*parts[:depth])
+        stem, suffix = part[: len(part) - len(Path(part).suffix)], Path(part).suffix
+        other = next((lang for lang in languages if stem.endswith(f"_{lang}")), None)
+        if other is not None and other != language:
+            return f"leads to the {other} edition {'/'.join(parts[:depth + 1])}"
+        if other is None and (parent / f"{stem}_{language}{suffix}").exists():
+            return (f"leads to the English {'/'.join(parts[:depth + 1])}, not "
+                    f"{'/'.join(parts[:depth] + (f'{stem}_{language}{suffix}',))}")
+        if depth == len(parts) - 1 and parent.name not in languages and (parent / language / part).exists():
+            return (f"leads to the English {'/'.join(parts)}, not "
+                    f"{'/'.join(parts[:depth] + (language, part))}")
+    return None
 
 
 # ------------------------------------------------------------------------------------------- checker
@@ -258,6 +301,12 @@ def drift(english, translation, folder=None):
                 for target in relative_links(tr_source):
                     if target and not (folder / target).exists():
                         problems.append(f"{where}: link {target!r} leads nowhere from {folder.relative_to(ROOT)}/")
+                languages = {p.name for p in language_folders()}
+                for written, path in repository_paths(tr_source, folder):
+                    why = foreign_path(path, folder.name, languages)
+                    if why:
+                        problems.append(f"{where}: {written!r} {why}: point the {folder.name} reader to the "
+                                        f"{folder.name} edition")
         elif en_source != tr_source:
             problems.append(f"{where}: raw cell differs")
     return problems
@@ -419,3 +468,39 @@ def test_drifted_file_fails_the_parametrized_test(english, tmp_path):
     (tmp_path / "xx" / LECTURE.name).write_text(json.dumps(translation), encoding="utf-8")
     with pytest.raises(AssertionError, match=rf"(?s)drifted.*cell {index} \(code.*default_rng\(1\)"):
         assert_no_drift(tmp_path / "xx" / LECTURE.name, course=tmp_path)
+
+
+def test_decimal_comma_in_a_formula_is_not_drift(english):
+    """French typesets 22.6 as 22{,}6: the same formula; another number is still drift."""
+    translation = copy.deepcopy(english)
+    index = index_of(translation, "markdown", lambda s: r"\sqrt{512} \approx 22.6" in s)
+    edit(translation["cells"][index], r"\approx 22.6", r"\approx 22{,}6")
+    assert drift(english, translation) == []
+    edit(translation["cells"][index], r"\approx 22{,}6", r"\approx 22{,}7")
+    problems = drift(english, translation)
+    assert len(problems) == 1 and "formulas differ" in problems[0] and "22.7" in problems[0], problems
+
+
+def test_paths_into_another_language_are_drift(english):
+    """A French lecture that sends its reader to the English (or Chinese) assignment or lecture is reported,
+    in code spans as in links; its own edition's paths pass."""
+    index = index_of(english, "markdown", lambda s: "`release/ps1_learnable_pe`" in s)
+    french = COURSE / "fr"
+    translation = copy.deepcopy(english)
+    assert drift(english, translation) == []                       # without a folder: no language to hold to
+    problems = drift(english, translation, folder=french)
+    assert [p for p in problems if p.startswith(f"cell {index} ")] == problems and len(problems) == 2, problems
+    assert ("'release/ps1_learnable_pe' leads to the English release/ps1_learnable_pe, not "
+            "release/ps1_learnable_pe_fr") in problems[0], problems
+    for name in ("ps1_learnable_pe", "ps2_relative_pe"):
+        edit(translation["cells"][index], f"`release/{name}`", f"`release/{name}_fr`")
+    assert drift(english, translation, folder=french) == []
+    edit(translation["cells"][index], "`release/ps1_learnable_pe_fr`", "`release/ps1_learnable_pe_zh/`")
+    edit(translation["cells"][index], "## Exercises", "## Exercises\n\n[next](../02_cnn_rnn_attention.ipynb), "
+                                                      "[also next](02_cnn_rnn_attention.ipynb)")
+    problems = drift(english, translation, folder=french)
+    assert len(problems) == 2, problems
+    assert any("'release/ps1_learnable_pe_zh' leads to the zh edition release/ps1_learnable_pe_zh" in p
+               for p in problems), problems
+    assert any("'../02_cnn_rnn_attention.ipynb' leads to the English course/02_cnn_rnn_attention.ipynb, not "
+               "course/fr/02_cnn_rnn_attention.ipynb" in p for p in problems), problems

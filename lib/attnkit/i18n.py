@@ -20,6 +20,8 @@ import gettext
 import os
 import textwrap
 
+from .text import display_width
+
 DOMAIN = "attnkit"
 LOCALE = os.path.join(os.path.dirname(__file__), "locale")
 ENGLISH = "en"
@@ -112,11 +114,11 @@ class Text:
 def wrap(text, width=80, subsequent_indent=""):
     """``text`` in lines of at most ``width`` columns, a Chinese character taking two (Chinese has no spaces to
     break at: a line then breaks between any two characters)."""
-    if not any("\u2e80" <= c <= "\uffef" for c in text):
+    if display_width(text) == len(text):
         return textwrap.wrap(text, width, subsequent_indent=subsequent_indent)
     lines, line, used = [], "", 0
     for character in text:
-        wide = 2 if "\u2e80" <= character <= "\uffef" else 1
+        wide = display_width(character)
         if used + wide > width:
             lines.append(line.rstrip())
             line, used = subsequent_indent, len(subsequent_indent)

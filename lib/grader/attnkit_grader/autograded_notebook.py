@@ -13,7 +13,8 @@ The copy is built in the grading parent, never in a sandbox, from:
 - the submission as :meth:`~attnkit_grader.release_cells.Release.restored` gives it (read-only cells put
   back from the RELEASE, so no hidden test is ever in it), with the release's nbgrader metadata and cell
   type on the first cell of each release ``grade_id`` (as nbgrader's OverwriteCells and DeduplicateIds
-  do; later copies and unknown ids lose their nbgrader metadata) and no other cell metadata;
+  do; later copies and unknown ids lose their nbgrader metadata), the release's tags on those cells (its
+  ``raises-exception``: Run All goes on past a failing check) and no other cell metadata;
 - the text each code cell wrote in the sandbox (:func:`captured`, stored in the journal's record so a
   resumed submission gets the same copy), as ``stream`` outputs only: never HTML, images or other rich
   outputs, with escape sequences and control characters removed and the length capped, since the
@@ -201,8 +202,8 @@ def notebook(release, data, result):
             graded_ids.add(grade_id)
             model = released[grade_id]
             cell_type = model["cell_type"]
-            metadata = {key: copy.deepcopy(model["metadata"][key]) for key in ("deletable", "editable", "nbgrader")
-                        if key in model.get("metadata", {})}
+            metadata = {key: copy.deepcopy(model["metadata"][key])
+                        for key in ("deletable", "editable", "nbgrader", "tags") if key in model.get("metadata", {})}
         else:
             grade_id = None
         if cell_type == "code":

@@ -11,29 +11,36 @@
   release-feedback ASSIGNMENT [--exchange DIR]   generate the feedback pages and release them to students
   export {canvas,moodle} LMS_CSV --out FILE [EXPORT OPTIONS]   fill the LMS's own gradebook file with the
                                       gradebook's totals (see attnkit_grader.lms)
+  cluster certs DIR [--host HOST...]  a Dask cluster's authority and certificates (attnkit_grader.cluster.certs)
+  cluster scheduler --certs DIR       its scheduler (TLS only, no dashboard)
+  cluster worker ADDRESS --certs DIR  a worker (unprivileged; the kit's preload; see attnkit_grader.cluster)
 
 Grader options: --grader sandbox (default: each submission in a bubblewrap sandbox, verdicts from the
 trusted judges, a pool of --workers N, resumable; on the course's hub, sandboxes start through the door of
 attnkit_grader.isolation.door, so the instructor grades as themselves) or --grader nbgrader (plain nbgrader
 autograde; refused where a door is configured);
 --fresh ignores the journal of an earlier run; --show-tests puts the visible test cells in the feedback;
+--scheduler tls://HOST:PORT --certs DIR runs the sandboxes on that Dask cluster's workers (the judge, the
+journal and the gradebook stay in this process).
 --cold-start starts every sandbox from a fresh interpreter instead of forking it from a worker's warm zygote
 (warm starts are the default where the grader or the door is root; see attnkit_grader.isolation.warm).
 
 Exit status: 0 done (bad submissions are reported, they do not fail the run), 1 release drift, a
 hand-in refused by collect (the others are collected) or an export stopped by mismatches or ungraded cells
 (nothing written), 2 usage or course errors (also: the sandbox cannot run here; the message says how to
-install it).
+install it), 3 a batch stopped because the cluster's scheduler was lost (run it again: it resumes).
 """
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 
 from nbgrader.api import Gradebook
 
 from . import offline
+from .autograders.base import BatchInterrupted
 from .course import Course
 from .exchange import TOLERANCE, collect, release_feedback
 from .pipeline import GRADERS, demo, grade
@@ -44,6 +51,8 @@ from .isolation.bwrap import SandboxUnavailable
 from .lms.fill import MISSING
 from .lms.plugins import LAYOUTS, PLUGINS
 from .lms.roster import FIELDS
+
+CERTS_VARIABLE = "ATTNKIT_CLUSTER_CERTS"     # the cluster's certificates folder, for --certs
 
 
 def parser():
@@ -93,6 +102,30 @@ def parser():
     back.add_argument("assignment", metavar="ASSIGNMENT")
     back.add_argument("--exchange", type=Path, metavar="DIR",
                       help="nbgrader's exchange folder (default: Exchange.root of the course's nbgrader_config.py)")
+
+    cluster = commands.add_parser("cluster", help="a Dask cluster to grade on: certificates, scheduler, workers")
+    roles = cluster.add_subparsers(dest="role", required=True)
+    made = roles.add_parser("certs", help="the cluster's authority and a certificate for each role")
+    made.add_argument("folder", type=Path, metavar="DIR", help="where they go (keys readable by you only)")
+    made.add_argument("--host", action="append", default=[], metavar="HOST",
+                      help="a machine's name or address recorded in the certificates (repeatable)")
+    made.add_argument("--days", type=positive, default=365, help="how long they are valid (default 365)")
+    made.add_argument("--force", action="store_true", help="replace the certificates in DIR")
+    scheduler = roles.add_parser("scheduler", help="dask scheduler with the cluster's TLS")
+    scheduler.add_argument("--certs", type=Path, required=True, metavar="DIR", help="from attnkit cluster certs")
+    scheduler.add_argument("--host", default="", help="interface to listen on (default: every one)")
+    scheduler.add_argument("--port", type=int, default=8786, help="default 8786 (0: any free port)")
+    scheduler.add_argument("--scheduler-file", type=Path, metavar="FILE", help="write the address here")
+    work = roles.add_parser("worker", help="dask worker with the cluster's TLS and the kit's sandbox preload")
+    work.add_argument("address", nargs="?", metavar="ADDRESS", help="the scheduler's tls://HOST:PORT")
+    work.add_argument("--certs", type=Path, required=True, metavar="DIR", help="from attnkit cluster certs")
+    work.add_argument("--scheduler-file", type=Path, metavar="FILE", help="read the address from here instead")
+    work.add_argument("--nthreads", type=positive, help="sandboxes at once (default: the machine's cores)")
+    work.add_argument("--nworkers", type=positive, default=1, help="worker processes (default 1)")
+    work.add_argument("--name", help="the worker's name (default: its address)")
+    work.add_argument("--host", help="interface to listen on")
+    work.add_argument("--death-timeout", type=seconds, metavar="SECONDS",
+                      help="give up when no scheduler answers for this long")
 
     lms = commands.add_parser("export", help="fill the LMS's own gradebook file (Canvas, Moodle) with the totals")
     kinds = lms.add_subparsers(dest="lms", required=True)
@@ -156,6 +189,10 @@ def grader_options(command):
                          help="grade everything again, ignoring the journal of an earlier (interrupted) run")
     command.add_argument("--show-tests", action="store_true",
                          help="show the released visible test cells in the feedback pages (never hidden tests)")
+    command.add_argument("--scheduler", metavar="ADDRESS",
+                         help="run the sandboxes on the Dask cluster at tls://HOST:PORT (attnkit cluster)")
+    command.add_argument("--certs", type=Path, metavar="DIR", default=os.environ.get(CERTS_VARIABLE) or None,
+                         help=f"the cluster's certificates (attnkit cluster certs; default ${CERTS_VARIABLE})")
     command.add_argument("--cold-start", action="store_true",
                          help="start each sandbox from a fresh interpreter, not from a worker's warm zygote")
 
@@ -175,6 +212,9 @@ def main(argv=None):
     except (ValueError, FileNotFoundError, FileExistsError, NbgraderError, SandboxUnavailable) as error:
         print(f"attnkit: error: {error}", file=sys.stderr)
         return 2
+    except BatchInterrupted as error:
+        print(f"attnkit: stopped: {error}", file=sys.stderr)
+        return 3
 
 
 def run_release(args):
@@ -262,7 +302,25 @@ def exchange_of(course, args):
 
 def options(args):
     return {"grader": args.grader, "workers": args.workers, "fresh": args.fresh, "show_tests": args.show_tests,
-            "warm": False if args.cold_start else None, "progress": not args.quiet}
+            "warm": False if args.cold_start else None, "progress": not args.quiet, "scheduler": args.scheduler,
+            "certs": args.certs}
+
+
+def run_cluster(args):
+    from .cluster import certs, commands
+
+    if args.role == "certs":
+        for path in certs.make(args.folder, args.host, days=args.days, force=args.force):
+            print(f"wrote {path}")
+        print(f"copy ca.pem and scheduler*.pem to the scheduler's machine, ca.pem and worker*.pem to each worker's "
+              f"(readable by the worker's user), keep {certs.CA_KEY} elsewhere")
+        return 0
+    commands.refuse_root(args.role)
+    if args.role == "scheduler":
+        commands.start(commands.scheduler_command(args.certs, args.host, args.port, args.scheduler_file))
+    commands.start(commands.worker_command(args.certs, args.address, args.scheduler_file, args.nthreads,
+                                           args.nworkers, args.name, args.host, args.death_timeout))
+    return 0
 
 
 def show(run):
@@ -286,4 +344,5 @@ def configure_logging(level):
 
 COMMANDS = {"release": run_release, "grade": run_grade, "demo": run_demo, "publish": run_publish,
             "new-assignment": run_new_assignment,
-            "collect": run_collect, "release-feedback": run_release_feedback, "export": run_export}
+            "collect": run_collect, "release-feedback": run_release_feedback, "export": run_export,
+            "cluster": run_cluster}

@@ -111,15 +111,16 @@ class GradingRun:
 
 
 def grade(course, assignments, submissions, students_csv=None, reports_dir=None, autograder=None, *,
-          grader="sandbox", workers=None, fresh=False, show_tests=False, warm=None, progress=False):
+          grader="sandbox", workers=None, fresh=False, show_tests=False, warm=None, progress=False, scheduler=None,
+          certs=None):
     """Grade every student's submission of ``assignments`` (all of source/ when empty).
 
     ``submissions`` is a folder of STUDENT/ASSIGNMENT/ folders; ``students_csv`` the class list (an 'id'
     column, optional first_name, last_name, email); ``reports_dir`` the grader's output folder (default:
     the course's grades/); ``autograder`` an Autograder, else one made by :func:`make_autograder` from
-    ``grader`` ('sandbox' or 'nbgrader'), ``workers``, ``fresh``, ``show_tests`` and ``warm`` (None: warm
-    starts where possible; False: a fresh interpreter per sandbox); ``progress``: draw a
-    progress bar with an ETA on stderr.
+    ``grader`` ('sandbox' or 'nbgrader'), ``workers``, ``fresh``, ``show_tests``, ``warm`` (None: warm starts
+    where possible; False: a fresh interpreter per sandbox), and ``scheduler`` with ``certs`` (the sandboxes on
+    a Dask cluster: :mod:`.autograders.cluster`); ``progress``: draw a progress bar with an ETA on stderr.
     """
     course = course if isinstance(course, Course) else Course(course)
     assignments = course.check_assignments(assignments)
@@ -128,7 +129,8 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
     students = class_list(roster, submissions)
     reports_dir = Path(reports_dir).resolve() if reports_dir else course.root / "grades"
     autograder = autograder or make_autograder(grader, course, reports_dir, workers=workers, fresh=fresh,
-                                               show_tests=show_tests, warm=warm)
+                                               show_tests=show_tests, warm=warm, scheduler=scheduler,
+                                               certs=certs)
     autograder.prepare(assignments)
     records, warnings = prepare(course, assignments, submissions, roster, students, autograder)
     jobs = [Job(r.assignment, r.student, course.assignment_dir("submitted", r.assignment, r.student),
@@ -141,7 +143,8 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
         records[key] = record = record_result(course, records[key], result, text, reports_dir / "logs", autograder,
                                               quiet=bar is not None)
         if bar:
-            bar.update(f"{record.student} / {record.assignment}", progress_note(record), timed=not record.resumed)
+            bar.update(f"{record.student} / {record.assignment}", progress_note(record), timed=not record.resumed,
+                       activity=autograder.activity())
     if bar:
         bar.close()
     table = read_scores(course, assignments, students)
@@ -150,8 +153,18 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
     return run
 
 
-def make_autograder(grader, course, reports_dir, workers=None, fresh=False, show_tests=False, warm=None):
-    """'sandbox': the sandboxed parallel grader writing into ``reports_dir``; 'nbgrader': plain nbgrader."""
+def make_autograder(grader, course, reports_dir, workers=None, fresh=False, show_tests=False, warm=None,
+                    scheduler=None, certs=None):
+    """'sandbox': the sandboxed parallel grader writing into ``reports_dir`` (its sandboxes on the Dask cluster
+    of ``scheduler``, with the certificates in ``certs``, when given); 'nbgrader': plain nbgrader."""
+    if scheduler is not None and grader != "sandbox":
+        raise ValueError(f"scheduler: only the sandbox grader runs on a cluster, not {grader!r}")
+    if scheduler is not None:
+        if certs is None:
+            raise ValueError("certs: a cluster needs its certificates folder (attnkit cluster certs DIR)")
+        from .autograders.cluster import ClusterAutograder       # imports distributed: cluster grading only
+        return ClusterAutograder(course, reports_dir, scheduler, certs, workers=workers, fresh=fresh,
+                                 show_tests=show_tests, warm=warm)
     if grader == "nbgrader":
         if door.configured():
             raise ValueError("grader: on this machine submissions are graded only in the sandbox (attnkit grade's "

@@ -44,6 +44,22 @@ class Job:
     remarks: tuple = field(default=(), compare=False)     # the pre-check's remarks, shown on the feedback page
 
 
+class BatchInterrupted(BaseException):
+    """What grades submissions went away mid-batch (e.g. a cluster's scheduler): the batch stops, no submission
+    is marked failed, and what was finished stays in the journal for the next run to resume from.
+
+    A BaseException, like KeyboardInterrupt, so that no ``except Exception`` meant for one submission's
+    trouble (which marks that submission failed and drops its gradebook row) takes it for one."""
+
+
+@dataclass(frozen=True)
+class Activity:
+    """What an autograder is doing now: submissions running, and how many each of its workers ran so far."""
+
+    running: int = 0
+    workers: dict = field(default_factory=dict)      # worker's name -> submissions it ran in this batch
+
+
 def failed(job, issue, seconds=0.0):
     """The result of a job that could not be graded, saying why (``issue``: a Message or text)."""
     return SubmissionResult(job.student, job.assignment, "failed", [issue], seconds=seconds)
@@ -68,6 +84,10 @@ class Autograder(abc.ABC):
 
     def forget(self, assignment, student):
         """Drop what this grader wrote for a submission that is no longer graded (rejected, failed, missing)."""
+
+    def activity(self):
+        """An :class:`Activity` for the progress line, or None where the grader does not tell."""
+        return None
 
 
 class NbgraderAutograder(Autograder):

@@ -144,10 +144,12 @@ class SandboxAutograder(Autograder):
     per run (a door decides for itself).
     """
 
+    local = True                  # its sandboxes start on this machine (False: a subclass's start elsewhere)
+
     def __init__(self, course, output_dir, workers=None, limits=None, cell_timeout=None, fresh=False,
                  show_tests=False, key=None, retries=RETRIES, door_program=None, warm=None):
         self.door_program = door_program or door.configured()
-        if self.door_program is None:
+        if self.door_program is None and self.local:
             bwrap.check_available()
         self.course = course
         self.output_dir = Path(output_dir).resolve()
@@ -225,7 +227,7 @@ class SandboxAutograder(Autograder):
 
     def start_sandbox(self):
         """Stage the packages once for this batch's sandboxes (a door stages its own)."""
-        if self.box is None and self.door_program is None:
+        if self.box is None and self.door_program is None and self.local:
             public = self.work_dir / "public"
             public.mkdir(parents=True, exist_ok=True)
             os.chmod(public, 0o755)
@@ -277,8 +279,8 @@ class SandboxAutograder(Autograder):
             return
         self.start_sandbox()
         count = min(self.workers, len(todo))
-        # the door chooses each sandbox's uid itself; here a slot is only a worker's door session
-        claimed = slots.claim(count) if self.door_program is None else [(n, None) for n in range(count)]
+        # a door (or a cluster's worker) chooses each sandbox's uid itself; here a slot only names a worker thread
+        claimed = slots.claim(count) if self.door_program is None and self.local else [(n, None) for n in range(count)]
         free = queue.Queue()
         for slot, _ in claimed:
             free.put(slot)

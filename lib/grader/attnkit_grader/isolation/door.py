@@ -28,6 +28,7 @@ sandboxed autograder use either. ``attnkit`` on the hub (PREFIX/bin/attnkit) nam
 import argparse
 import collections
 import dataclasses
+import io
 import json
 import math
 import os
@@ -233,19 +234,26 @@ def serve(requests, replies, state_dir):
                 continue
             if box is None:                             # warm: one zygote for this session (a grading worker)
                 box = launcher(stage_packages(private_dir(work / "public", mode=0o755)), CEILING)
-            scratch = Path(tempfile.mkdtemp(prefix="job-", dir=work))
-            try:
-                for name, data in files.items():
-                    (scratch / name).write_bytes(data)
-                result = box.launch(job, scratch, dataclasses.replace(limits, uid=worker_uid(slot)))
-            finally:
-                shutil.rmtree(scratch, ignore_errors=True)
+            result = run_request(box, job, files, dataclasses.replace(limits, uid=worker_uid(slot)), work)
             write_message(replies, result_frames(result))
     finally:
         if box is not None:
             box.close()
         lock.close()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def run_request(launcher, job, files, limits, work):
+    """The SandboxResult of a parsed request: its ``files`` written into a scratch folder of ``work`` (removed
+    after), and ``job`` run over it by ``launcher`` (a :class:`~.bwrap.Sandbox`, a
+    :class:`~.warm.WarmSandbox`, or a :class:`Door`)."""
+    scratch = Path(tempfile.mkdtemp(prefix="job-", dir=work))
+    try:
+        for name, data in files.items():
+            (scratch / name).write_bytes(data)
+        return launcher.launch(job, scratch, limits)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def private_dir(path, mode=0o700):
@@ -355,17 +363,7 @@ class Door:
             self.errors.append(line.decode("utf-8", "replace").rstrip())
 
     def launch(self, job, scratch_dir, limits=None):
-        if job.probes:
-            raise ValueError("job: a door runs an installed assignment's own probes only")
-        limits = limits or self.limits
-        fields = {"assignment": job.assignment, "cell_timeout": job.cell_timeout, "grace": job.grace,
-                  "skip": list(job.skip),
-                  "limits": {f.name: getattr(limits, f.name) for f in dataclasses.fields(Limits) if f.name != "uid"}}
-        frames = [(REQUEST, json.dumps(fields).encode("utf-8"))]
-        for name in FILE_LIMITS:
-            path = Path(scratch_dir) / name
-            if name != REQUEST and path.is_file():
-                frames.append((name, path.read_bytes()))
+        frames = request_frames(job, scratch_dir, limits or self.limits)
         if self.process is None or self.process.poll() is not None:
             self.start()
         try:
@@ -398,6 +396,41 @@ class Door:
             self.process.kill()
             self.process.wait()
         self.process = None
+
+
+def request_frames(job, scratch_dir, limits):
+    """The request for ``job`` (a :class:`~.notebook_run.RunnerJob`) over the runner's files in ``scratch_dir``:
+    its name and numbers (``limits`` without the uid, which the answering side chooses) and those files' bytes."""
+    if job.probes:
+        raise ValueError("job: a door runs an installed assignment's own probes only")
+    fields = {"assignment": job.assignment, "cell_timeout": job.cell_timeout, "grace": job.grace,
+              "skip": list(job.skip),
+              "limits": {f.name: getattr(limits, f.name) for f in dataclasses.fields(Limits) if f.name != "uid"}}
+    frames = [(REQUEST, json.dumps(fields).encode("utf-8"))]
+    for name in FILE_LIMITS:
+        path = Path(scratch_dir) / name
+        if name != REQUEST and path.is_file():
+            frames.append((name, path.read_bytes()))
+    return frames
+
+
+def encode(frames):
+    """One message of ``frames`` as bytes (what :func:`write_message` writes on a stream)."""
+    stream = io.BytesIO()
+    write_message(stream, frames)
+    return stream.getvalue()
+
+
+def decode(data, limits=None, max_total=None):
+    """The frames of the one message ``data`` holds (:func:`read_message`'s checks); RequestError if it holds
+    anything else, or more than that message."""
+    if not isinstance(data, bytes):
+        raise RequestError(f"message: expected bytes, got {type(data).__name__}")
+    stream = io.BytesIO(data)
+    frames = read_message(stream, limits, max_total)
+    if frames is None or stream.read(1):
+        raise RequestError("message: expected exactly one door message")
+    return frames
 
 
 def parse_reply(frames):
