@@ -12,7 +12,7 @@ The language, first found of:
 A message is a :class:`Text`: an English template with named placeholders (gettext's msgid, extracted into
 ``attnkit/locale/attnkit.pot``) and its values, rendered in the language of the moment it is shown. Its English
 text (``str(text)``) never changes with the language: the grader compares failures by it, so grades cannot
-depend on the language. The catalogs are written and compiled with ``python -m attnkit_grader.catalogs``.
+depend on the language. The catalogs are written and compiled with the instructor's tools (the authors' guide, "Translations").
 """
 
 import functools

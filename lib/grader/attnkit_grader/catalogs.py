@@ -94,7 +94,8 @@ def _found(domain):
             yield from ((m, path) for m in _python(path, {"Text": None, "N_": None}))
         for path in sorted(ASSIGNMENTS.glob("*/bugs.py")):
             bugs = importlib.import_module(f"attnkit_assignments.{path.parent.name}.bugs")
-            yield from ((bug.says, path) for bug in bugs.BUGS)
+            shipped = PACKAGE / "worked" / f"{path.parent.name}.json"   # where the student's copy comes from:
+            yield from ((bug.says, shipped) for bug in bugs.BUGS)     # no grader path in the student edition
         return
     from . import feedback
     from .judging import compare, engine, variants
