@@ -105,6 +105,7 @@ def test_student_wheel_holds_the_student_package_only(tmp_path):
     archive = zipfile.ZipFile(wheel)
     names = archive.namelist()
     assert {"attnkit/__init__.py", "attnkit/attention.py", "attnkit/checking.py"} <= set(names), names
+    assert {f"attnkit/locale/{code}/LC_MESSAGES/attnkit.mo" for code in ("fr", "zh")} <= set(names), names
     packages = {name.split("/")[0] for name in names}
     assert packages == {"attnkit", wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info"}, packages
     imported = set()

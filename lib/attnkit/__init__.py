@@ -3,6 +3,7 @@
 import importlib
 
 from ._checks import check_shape
+from .i18n import set_language
 from .attention import (DotProductAttention, MultiHeadAttention, attention_mask, masked_softmax,
                         transpose_output, transpose_qkv)
 from .positional import PositionalEncoding, relative_rotation, sinusoidal_table
@@ -10,8 +11,8 @@ from .text import display_width, pad
 
 __all__ = [
     "DotProductAttention", "MultiHeadAttention", "PositionalEncoding", "attention_mask", "check_shape",
-    "display_width", "masked_softmax", "pad", "plot", "relative_rotation", "show_heatmaps", "sinusoidal_table",
-    "transpose_output", "transpose_qkv",
+    "display_width", "masked_softmax", "pad", "plot", "relative_rotation", "set_language", "show_heatmaps",
+    "sinusoidal_table", "transpose_output", "transpose_qkv",
 ]
 __version__ = "0.1.0"
 

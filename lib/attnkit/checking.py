@@ -21,18 +21,24 @@ import functools
 import json
 import os
 import sys
-import textwrap
 import traceback
 import warnings
 
 import torch
-from torch import nn
 
+# The assertions and the helpers that read a student's module are modules of their own; the test cells import
+# them from here, as they always have.
+from . import expectations, loading
+from .expectations import (CheckFailed, expect, expect_close, expect_dropout, expect_equal, expect_raises,
+                           expect_shape, fmt)
+from .i18n import Text, set_language, wrap
+from .loading import load_table, single_parameter, table_of, table_tensor
 from .memory import human_bytes, largest_allocation
 
 __all__ = [
     "CellScoredZero", "CheckFailed", "Checks", "expect", "expect_close", "expect_dropout", "expect_equal",
-    "expect_raises", "expect_shape", "expect_worked", "human_bytes", "largest_allocation", "load_table", "single_parameter", "table_of", "table_tensor",
+    "expect_raises", "expect_shape", "expect_worked", "human_bytes", "largest_allocation", "load_table", "set_language",
+    "single_parameter", "table_of", "table_tensor",
 ]
 
 
@@ -40,7 +46,8 @@ LINE = 80                                   # characters per line of a message n
 
 
 class CellScoredZero(AssertionError):
-    """Raised by ``Checks.score()`` for a cell that earned nothing: the message says what failed."""
+    """Raised by ``Checks.score()`` for a cell that earned nothing: the message says what failed (in the
+    student's language, attnkit.i18n)."""
 
     def _render_traceback_(self):
         # In a notebook, the message instead of a traceback: it is the feedback. nbgrader's Validate shows
@@ -49,47 +56,34 @@ class CellScoredZero(AssertionError):
         return [f"{type(self).__name__}: {first}", *rest]
 
 
-class CheckFailed(AssertionError):
-    """A check found a wrong answer; the message says what to fix. ``matched``: the numbers are those of
-    a known mistake, which the message names (evidence of real work, see ``Checks``)."""
-
-    def __init__(self, message, matched=False):
-        super().__init__(message)
-        self.matched = matched
-
-
-def fmt(x):
-    """A number as short text: whole numbers below a million as integers, others with 4 significant digits
-    (Python and numpy numbers alike; the notebooks' checks and the grader's judge both word numbers so)."""
-    try:
-        x = float(x)
-    except (TypeError, ValueError):        # a complex number or another object: as Python shows it
-        return str(x)
-    if x.is_integer() and abs(x) < 1e6:
-        return str(int(x))
-    return f"{x:.4g}"
-
-
 _LIBRARIES = tuple(os.path.dirname(module.__file__) + os.sep for module in (torch, contextlib))
+_OURS = {__file__, expectations.__file__, loading.__file__}      # the checks' own frames: never the student's
 
 
 def _where(tb):
     """' (raised in forward, line 12)': the innermost frame outside torch and the standard library."""
     frames = traceback.extract_tb(tb)
-    own = [f for f in frames if not f.filename.startswith(_LIBRARIES) and f.filename != __file__]
+    own = [f for f in frames if not f.filename.startswith(_LIBRARIES) and f.filename not in _OURS]
     frame = (own or frames or [None])[-1]
-    return "" if frame is None else f" (raised in {frame.name}, line {frame.lineno})"
+    return None if frame is None else (frame.name, frame.lineno)
 
 
 def _explain(exc, tb):
-    """A one-line explanation of an exception raised inside a check."""
+    """A one-line explanation of an exception raised inside a check (a Text)."""
     if isinstance(exc, CheckFailed):
-        return str(exc)
+        return exc.text
+    where = _where(tb)
     if isinstance(exc, NotImplementedError):
-        return "not implemented yet: your code still raises NotImplementedError" + _where(tb)
+        if where is None:
+            return Text("not implemented yet: your code still raises NotImplementedError")
+        return Text("not implemented yet: your code still raises NotImplementedError (raised in {function}, "
+                    "line {line})", function=where[0], line=where[1])
     text = str(exc).strip().splitlines()
     first = text[0] if text else ""
-    return f"your code raised {type(exc).__name__}: {first}{_where(tb)}"
+    if where is None:
+        return Text("your code raised {error}: {first_line}", error=type(exc).__name__, first_line=first)
+    return Text("your code raised {error}: {first_line} (raised in {function}, line {line})",
+                error=type(exc).__name__, first_line=first, function=where[0], line=where[1])
 
 
 class _Check:
@@ -120,7 +114,7 @@ class _Check:
             # Failing as a known mistake fails (the same exception, the same message) names it, but proves no work:
             # the numbers are what count as evidence (has_evidence).
             named = _named(self.what, _signature(exc))
-            message = f"{message}. {named}" if named else message
+            message = Text("{message}. {diagnosis}", message=message, diagnosis=named) if named else message
         self.owner.record(self.what, self.points, message, notes, self.kind, matched=matched)
         return True
 
@@ -139,7 +133,8 @@ class Checks:
 
     def __init__(self, points):
         self.points = float(points)
-        self.results = []        # (what, points, message or None, kind)
+        self.results = []        # (what, points, message or None, kind): the message's English text
+        self.texts = []          # the same messages as Texts, shown in the student's language
         self.matched = False     # a scored check of the values failed with the numbers of a known mistake
         self.disqualified = None
 
@@ -153,27 +148,29 @@ class Checks:
     def record(self, what, points, message, notes=(), kind="values", matched=False):
         """Record and print one check decided elsewhere (``message`` None: passed); the ``with`` blocks
         and the hidden checks (run by the instructor's grader) both end here. ``matched``: a failed check
-        of the values whose numbers are a known mistake's (the message names it)."""
-        self.results.append((what, points, message, kind))
+        of the values whose numbers are a known mistake's (the message names it; text or a Text)."""
+        message = message if message is None or isinstance(message, Text) else Text(str(message))
+        self.results.append((what, points, None if message is None else str(message), kind))
+        self.texts.append(message)
         self.matched = self.matched or bool(matched and message is not None and points > 0 and kind == "values")
         status = "ok  " if message is None else "FAIL"
         earned = points if message is None else 0.0
-        worth = f"{fmt(earned)}/{fmt(points)}" if points else "not scored"
+        worth = f"{fmt(earned)}/{fmt(points)}" if points else Text("not scored").render()
         print(f"{status} [{worth}] {what}")
         if message is not None:
-            print(f"       -> {message}")
+            print(f"       -> {message.render()}")
         for note in notes:
-            print(f"       (warning from your code: {note})")
+            print("       " + Text("(warning from your code: {warning})", warning=note).render())
 
     def flag(self, remark):
         """Print a remark for the instructor (e.g. a copy of the reference solution); the score is unchanged."""
         self.flags = [*getattr(self, "flags", []), remark]
-        print(f"FLAGGED: {remark}")
+        print(Text("FLAGGED: {remark}", remark=remark).render())
 
     def disqualify(self, reason):
         """Score this cell 0, whatever else passed, and say why."""
         self.disqualified = reason
-        print(f"NOT GRADED: {reason}")
+        print(Text("NOT GRADED: {reason}", reason=reason).render())
 
     def score(self):
         """Points earned, a Python float in (0, points] that nbgrader reads as partial credit.
@@ -185,43 +182,47 @@ class Checks:
         ran = sum(p for _, p, _, _ in self.results)
         earned = sum(p for _, p, m, _ in self.results if m is None)
         if self.disqualified is not None or ran == 0:
-            print(f"Score: 0 / {fmt(self.points)} points")
-            return self._nothing(self.disqualified or "no check ran")
+            print(Text("Score: {earned} / {points} points", earned="0", points=fmt(self.points)).render())
+            return self._nothing(self.disqualified or Text("no check ran"))
         if ran > self.points + 1e-9:
             # An authoring error, not the student's: never exceed the cell's points.
-            print(f"(checks worth {fmt(ran)} points ran in a cell worth {fmt(self.points)})")
+            print(Text("(checks worth {ran} points ran in a cell worth {points})", ran=fmt(ran),
+                       points=fmt(self.points)).render())
             earned = earned * self.points / ran
             ran = self.points
         if ran < self.points - 1e-9:
             scaled = round(self.points * earned / ran, 4)
-            print(f"Score: {fmt(scaled)} / {fmt(self.points)} points "
-                  f"(visible checks only: {fmt(earned)} of {fmt(ran)}; hidden checks run at grading)")
+            print(Text("Score: {earned} / {points} points (visible checks only: {visible} of {ran}; hidden checks "
+                       "run at grading)", earned=fmt(scaled), points=fmt(self.points), visible=fmt(earned),
+                       ran=fmt(ran)).render())
             return float(scaled) if scaled > 0 else self._nothing()
         unsupported = self.unsupported()
         if unsupported:
             earned -= unsupported
-            print(f"(the {fmt(unsupported)} points of shape and property checks count once a comparison "
-                  f"with the expected values in this cell passes)")
-        print(f"Score: {fmt(earned)} / {fmt(self.points)} points")
+            print(Text("(the {points} points of shape and property checks count once a comparison with the "
+                       "expected values in this cell passes)", points=fmt(unsupported)).render())
+        print(Text("Score: {earned} / {points} points", earned=fmt(earned), points=fmt(self.points)).render())
         return float(earned) if earned > 1e-9 else self._nothing()
 
     def _nothing(self, reason=None):
         """Raise CellScoredZero with what failed (a cell worth 0 points returns 0.0: nothing to fail)."""
         if self.points <= 0:
             return 0.0
-        lines = [f"this cell earned 0 of {fmt(self.points)} points."]
-        failed = [(what, message) for what, points, message, _ in self.results if message is not None and points > 0]
+        lines = [Text("this cell earned 0 of {points} points.", points=fmt(self.points)).render()]
+        failed = [(what, text) for (what, points, message, _), text in zip(self.results, self.texts)
+                  if message is not None and points > 0]
         if reason is not None:
-            lines += textwrap.wrap(f"Not graded: {reason}", LINE)
+            lines += wrap(Text("Not graded: {reason}", reason=reason).render(), LINE)
         elif failed:
-            lines.append("What failed:")
+            lines.append(Text("What failed:").render())
             for what, message in failed[:5]:
-                lines += textwrap.wrap(f"- {what}: {message}", LINE, subsequent_indent="    ")
+                lines += wrap(Text("- {what}: {message}", what=what, message=message).render(), LINE,
+                               subsequent_indent="    ")
             if len(failed) > 5:
-                lines.append(f"- and {len(failed) - 5} more (see above)")
+                lines.append(Text("- and {count} more (see above)", count=len(failed) - 5).render())
         else:
-            lines += textwrap.wrap("Its checks of shapes and properties passed, but they count only beside a "
-                                   "passing check of the values.", LINE)
+            lines += wrap(Text("Its checks of shapes and properties passed, but they count only beside a passing "
+                                "check of the values.").render(), LINE)
         raise CellScoredZero("\n".join(lines))
 
     def unsupported(self):
@@ -240,81 +241,6 @@ def has_evidence(results):
     """
     return any(points > 0 and kind == "values" and (passed or (rest and rest[0]))
                for points, passed, kind, *rest in results)
-
-
-# ---------------------------------------------------------------------------------------------------
-# Assertions that explain themselves: each raises CheckFailed with a message naming what is wrong.
-
-def expect(condition, message):
-    """Raise CheckFailed(message) unless ``condition``."""
-    if not condition:
-        raise CheckFailed(message)
-
-
-def expect_shape(tensor, shape, what):
-    """``tensor`` is a torch.Tensor of exactly ``shape``."""
-    if not isinstance(tensor, torch.Tensor):
-        raise CheckFailed(f"{what} should be a torch.Tensor, got {type(tensor).__name__}")
-    if tuple(tensor.shape) != tuple(shape):
-        raise CheckFailed(f"{what} should have shape {tuple(shape)}, got {tuple(tensor.shape)}")
-
-
-def expect_equal(actual, expected, what):
-    """Exact equality, shape and values; the message shows the first differing entry."""
-    expect_shape(actual, expected.shape, what)
-    if actual.dtype.is_floating_point != expected.dtype.is_floating_point:
-        raise CheckFailed(f"{what} should have dtype {expected.dtype}, got {actual.dtype}")
-    same = actual.detach().cpu() == expected.detach().cpu()
-    if not bool(same.all()):
-        index = tuple(int(i) for i in (~same).nonzero()[0])
-        got, want = actual[index].item(), expected[index].item()
-        raise CheckFailed(f"{what}: {int((~same).sum())} entries differ; first at index {index}: "
-                          f"got {fmt(got)}, expected {fmt(want)}")
-
-
-def expect_close(actual, expected, what, atol):
-    """|actual - expected| <= atol everywhere; the message shows the worst entry."""
-    expect_shape(actual, expected.shape, what)
-    actual = actual.detach().cpu().to(torch.float64)
-    expected = expected.detach().cpu().to(torch.float64)
-    if not bool(torch.isfinite(actual).all()):
-        raise CheckFailed(f"{what} contains NaN or inf")
-    error = (actual - expected).abs()
-    worst = float(error.max()) if error.numel() else 0.0
-    if worst > atol:
-        index = tuple(int(i) for i in torch.nonzero(error == error.max())[0])
-        raise CheckFailed(f"{what} is off by up to {worst:.3g} (tolerance {atol:.3g}); "
-                          f"at index {index}: got {fmt(actual[index].item())}, "
-                          f"expected {fmt(expected[index].item())}")
-
-
-def expect_dropout(actual, kept, p, what, before="X + P"):
-    """``actual`` is dropout with probability ``p`` applied to ``kept`` (what the entries are before dropout, called
-    ``before`` in the messages): every entry 0 or ``kept / (1 - p)``, and about a fraction ``p`` of them 0.
-
-    Which entries are zeroed is random; the messages are not (they say what the entries that were not zeroed are,
-    never which or how many were zeroed), so the same mistake fails the same way on every run and every machine.
-    """
-    expect_shape(actual, kept.shape, what)
-    actual = actual.detach().cpu().to(torch.float64)
-    kept = kept.detach().cpu().to(torch.float64)
-    if not bool(torch.isfinite(actual).all()):
-        raise CheckFailed(f"{what} contains NaN or inf")
-    zero = actual == 0
-    ratio = actual[~zero] / kept[~zero]             # what dropout multiplied the surviving entries by
-    scale = 1.0 / (1.0 - p)
-    if not bool(zero.any()) and bool(((ratio - 1).abs() <= 1e-6).all()):
-        raise CheckFailed(f"{what}: no entry is 0 and the others are {before} unchanged: dropout does nothing "
-                          f"in train mode (apply the module's nn.Dropout(dropout) to {before})")
-    if ratio.numel() and float(ratio.max() - ratio.min()) > 1e-4 * float(ratio.abs().max()):
-        raise CheckFailed(f"{what}: the entries that are not 0 are not {before} times one number: dropout must "
-                          f"act on {before} itself, after it is computed")
-    if ratio.numel() and abs(float(ratio[0]) - scale) > 1e-4 * scale:
-        raise CheckFailed(f"{what}: the entries that are not 0 are {before} times {fmt(float(ratio[0]))}, expected "
-                          f"times 1 / (1 - dropout) = {fmt(scale)}: does the module use its dropout argument?")
-    fraction = float(zero.double().mean())
-    if abs(fraction - p) > 0.1:
-        raise CheckFailed(f"{what}: a fraction {fraction:.2f} of the entries are 0, expected about dropout = {fmt(p)}")
 
 
 WORKED = os.path.join(os.path.dirname(__file__), "worked")
@@ -341,7 +267,8 @@ class _Recorder:
 def _worked(assignment):
     path = os.path.join(WORKED, f"{assignment}.json")
     if not os.path.exists(path):
-        raise FileNotFoundError(f"no worked cases for {assignment!r} in {WORKED}: reinstall attention-kit")
+        raise FileNotFoundError(Text("no worked cases for {assignment} in {folder}: reinstall attention-kit",
+                                     assignment=repr(assignment), folder=WORKED).render())
     with open(path, encoding="utf-8") as file:
         return json.load(file)
 
@@ -370,15 +297,27 @@ def _signature(exc):
 
 
 def _named(what, signature):
-    """The sentence naming the known mistakes that make the check ``what`` fail exactly so ('' when none does)."""
+    """The sentence naming the known mistakes that make the check ``what`` fail exactly so (a Text; None when none
+    does)."""
     groups = [group for group in _failures().get(what, []) if signature is not None and group["failure"] == signature]
     if not groups:
-        return ""
+        return None
     bugs = [bug for group in groups for bug in group["bugs"]]
-    says = "; or ".join(group["says"] for group in groups)
+    says = _either([group["says"] for group in groups])
     if len(bugs) == 1:
-        return f"Your code fails here exactly as a known mistake does: {says}"
-    return f"Your code fails here exactly as each of these known mistakes does (they agree here): {says}"
+        return Text("Your code fails here exactly as a known mistake does: {mistake}", mistake=says)
+    return Text("Your code fails here exactly as each of these known mistakes does (they agree here): {mistakes}",
+                mistakes=says)
+
+
+def _either(explanations):
+    """The catalogue's ``explanations`` of known mistakes as one Text: 'first; or second; or third' (a worked case's
+    group of mistakes that fail alike comes joined so: each is translated alone)."""
+    explanations = [part for explanation in explanations for part in explanation.split("; or ")]
+    listed = Text(explanations[0])
+    for later in explanations[1:]:
+        listed = Text("{earlier}; or {later}", earlier=listed, later=Text(later))
+    return listed
 
 
 def _known_mistakes(actual, variants, atol):
@@ -436,66 +375,8 @@ def expect_worked(actual, key, what, atol=1e-4, expected=None):
         if not found:
             raise
         if len(found) == 1:
-            named = f"these are exactly the numbers of a known mistake: {found[0]}"
+            named = Text("These are exactly the numbers of a known mistake: {mistake}", mistake=Text(found[0]))
         else:
-            named = "these are exactly the numbers of known mistakes (they agree here): " + "; or ".join(found)
-        raise CheckFailed(f"{failure}. {named[0].upper()}{named[1:]}", matched=True) from None
-
-
-def expect_raises(exception, function, what):
-    """``function()`` raises ``exception``; any other outcome fails with a message."""
-    try:
-        function()
-    except exception:
-        return
-    except Exception as exc:  # noqa: BLE001 - the point is to report what was raised instead
-        raise CheckFailed(f"{what}: expected {exception.__name__}, got {type(exc).__name__}: {exc}") from None
-    raise CheckFailed(f"{what}: expected {exception.__name__}, but nothing was raised")
-
-
-# ---------------------------------------------------------------------------------------------------
-# Reading and loading the weights of a student's module through its public interface.
-
-def single_parameter(module):
-    """The module's only parameter; CheckFailed unless it has exactly one."""
-    params = list(module.parameters())
-    if len(params) != 1:
-        shapes = [tuple(p.shape) for p in params]
-        raise CheckFailed(f"the module should have exactly one parameter (the table), found {len(params)}"
-                          f" with shapes {shapes}; a buffer or a plain tensor attribute is not a parameter")
-    return params[0]
-
-
-def table_tensor(module, shape, what="the table"):
-    """The tensor of ``shape`` to load a table into: the module's only parameter when it has that shape,
-    else the one parameter, buffer or plain tensor attribute of that shape. Checks of the values can
-    then run even where the table is stored the wrong way (the checks of the parameter say so)."""
-    shape = tuple(shape)
-    params = list(module.parameters())
-    if len(params) == 1 and tuple(params[0].shape) == shape:
-        return params[0]
-    seen, found = set(), []
-    for tensor in [*params, *module.buffers(), *(v for v in vars(module).values() if isinstance(v, torch.Tensor))]:
-        if tuple(tensor.shape) == shape and id(tensor) not in seen:
-            seen.add(id(tensor))
-            found.append(tensor)
-    if len(found) != 1:
-        raise CheckFailed(f"{what}: the module should hold one tensor of shape {shape} (its parameter), "
-                          f"found {len(found)}")
-    return found[0]
-
-
-def table_of(obj, what):
-    """The weight tensor of an nn.Embedding, or the tensor itself for an nn.Parameter/tensor."""
-    if isinstance(obj, nn.Embedding):
-        return obj.weight
-    if isinstance(obj, torch.Tensor):
-        return obj
-    raise CheckFailed(f"{what} should be an nn.Embedding or an nn.Parameter, got {type(obj).__name__}")
-
-
-def load_table(destination, source):
-    """Copy ``source`` into the parameter ``destination`` in place (shapes must match)."""
-    expect_shape(destination, source.shape, "the table to load into")
-    with torch.no_grad():
-        destination.copy_(source.to(destination.dtype))
+            named = Text("These are exactly the numbers of known mistakes (they agree here): {mistakes}",
+                         mistakes=_either(found))
+        raise CheckFailed(Text("{message}. {diagnosis}", message=failure.text, diagnosis=named), matched=True) from None

@@ -9,9 +9,17 @@ once :mod:`.offline` has finished them, the page needs no script and no request 
 allows none) and its lines wrap.
 """
 
+import gettext
+import json
+from pathlib import Path
+
 import jinja2
+from attnkit import i18n
 
 from . import offline
+from .editions import ENGLISH, LANGUAGES
+
+LOCALE = Path(__file__).parent / "locale"
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
@@ -26,54 +34,88 @@ pre { background: #f6f8fa; padding: .6rem; white-space: pre-wrap; overflow-wrap:
 """
 
 
-def number(value):
-    """Points as short text: 2 -> '2', 1.5 -> '1.5', None (not graded yet) -> 'pending'."""
-    return "pending" if value is None else f"{value:g}"
+def number(value, pending="pending"):
+    """Points as short text: 2 -> '2', 1.5 -> '1.5', None (not graded yet) -> ``pending``."""
+    return pending if value is None else f"{value:g}"
 
 
+# The page's own sentences are gettext calls (the grader's catalog, attnkit_grader/locale, extracted by
+# python -m attnkit_grader.catalogs): the page is written in the student's language (see ``language``).
 # Autoescaped: every value is escaped unless marked safe, and nothing here is: names, messages and reasons
 # come from the student's run.
-TEMPLATE = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
-                              lstrip_blocks=True).from_string("""<!DOCTYPE html>
-<html lang="en">
+SOURCE = """<!DOCTYPE html>
+<html lang="{{ lang }}">
 <head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="{{ policy }}">
-<title>{{ assignment }} – feedback for {{ student }}</title>
+<title>{{ _("%(assignment)s – feedback for %(student)s", assignment=assignment, student=student) }}</title>
 <style>{{ style }}</style></head>
 <body>
-<h1>{{ assignment }}: feedback for {{ student }}</h1>
-<p><strong>Autograded: {{ earned }} / {{ top }} points.</strong>
-{% if manual %} Written answers ({{ manual | join(", ") }}) are graded by hand.{% endif %}</p>
-<p>Your functions were called on fresh inputs chosen by the grader, and their results compared with the
-reference solution outside your notebook. Each check below says what it tested and, when it failed, what
-was wrong.</p>
+<h1>{{ _("%(assignment)s: feedback for %(student)s", assignment=assignment, student=student) }}</h1>
+<p><strong>{{ _("Autograded: %(earned)s / %(top)s points.", earned=earned, top=top) }}</strong>
+{% if manual %} {{ _("Written answers (%(cells)s) are graded by hand.", cells=manual | join(", ")) }}{% endif %}</p>
+<p>{{ _("Your functions were called on fresh inputs chosen by the grader, and their results compared with the reference solution outside your notebook. Each check below says what it tested and, when it failed, what was wrong.") }}</p>
 {% if issues %}
-<div class="note"><p>While grading your notebook:</p><ul>{% for issue in issues %}<li>{{ issue }}</li>{% endfor %}</ul></div>
+<div class="note"><p>{{ _("While grading your notebook:") }}</p><ul>{% for issue in issues %}<li>{{ issue }}</li>{% endfor %}</ul></div>
 {% endif %}
 {% for cell in cells %}
-<h2>{{ cell.grade_id }} <small>({{ cell.score }} / {{ cell.max_points }} points)</small></h2>
+<h2>{{ cell.grade_id }} <small>({{ _("%(score)s / %(points)s points", score=cell.score, points=cell.max_points) }})</small></h2>
 {% if cell.written %}
-<p>A written answer: graded by hand{{ " (no answer was given)" if cell.unanswered }}.</p>
+<p>{{ _("A written answer: graded by hand (no answer was given).") if cell.unanswered else _("A written answer: graded by hand.") }}</p>
 {% elif cell.checks %}
 <table>{% for check in cell.checks %}<tr><td class="mark {{ 'pass' if check.passed else 'fail' }}">{{ "\u2713" if check.passed else "\u2717" }}</td><td>{{ check.name }}{% if check.message %}<div class="message">{{ check.message }}</div>{% endif %}</td><td class="points">{{ check.points }} / {{ check.max_points }}</td></tr>{% endfor %}</table>
 {% else %}
-<p>No automatic check exists for this cell: it is graded by hand.</p>
+<p>{{ _("No automatic check exists for this cell: it is graded by hand.") }}</p>
 {% endif %}
 {% if cell.source %}
-<details><summary>The visible test cell, as released</summary><pre>{{ cell.source }}</pre></details>
+<details><summary>{{ _("The visible test cell, as released") }}</summary><pre>{{ cell.source }}</pre></details>
 {% endif %}
 {% endfor %}
 </body>
 </html>
-""")
+"""
 
 
-def page(result, cells, show_tests=False, translate=None):
-    """The HTML text of one submission's feedback.
+def _environment(translations):
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True, extensions=["jinja2.ext.i18n"])
+    env.install_gettext_translations(translations, newstyle=True)
+    return env.from_string(SOURCE)
+
+
+def translations(language):
+    """gettext translations for a feedback page in ``language``: the grader's catalog (the page, the judge's
+    frames), then the student package's (the checks' messages, the catalogue's explanations); English: none."""
+    if language == ENGLISH:
+        return gettext.NullTranslations()
+    grader = gettext.translation("attnkit_grader", LOCALE, languages=[language])
+    grader.add_fallback(i18n.catalog(language))
+    return grader
+
+
+def language(folder):
+    """The language of the hand-in in ``folder`` (submitted/STUDENT/ASSIGNMENT): the edition ``attnkit collect``
+    recorded (exchange.RECORD), else the folder's own name (NAME_fr), else English."""
+    if folder is None:
+        return ENGLISH
+    try:
+        recorded = json.loads((Path(folder) / "collect.json").read_text(encoding="utf-8")).get("language")
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    if recorded in LANGUAGES or recorded == ENGLISH:
+        return recorded
+    return i18n.edition_language(folder)
+
+
+def page(result, cells, show_tests=False, language=ENGLISH):
+    """The HTML text of one submission's feedback, in ``language`` (en, fr, zh: the student's, see
+    :func:`language`).
 
     ``result``: the submission's :class:`~attnkit_grader.results.SubmissionResult` (its cells, checks and
     issues); ``cells``: the release's graded cells [(grade_id, kind, max points, visible source)] in notebook
-    order; ``translate``: the catalogue the messages are rendered through (default: English).
+    order. A check's name is the test cell's own text, the same in every edition: it stays as written.
     """
+    found = translations(language)
+    translate = None if language == ENGLISH else found.gettext
+    pending = found.gettext(i18n.N_("pending"))
     scores = result.scores()
     auto = [(g, m) for g, kind, m, _ in cells if kind == "test"]
     shown = []
@@ -81,13 +123,13 @@ def page(result, cells, show_tests=False, translate=None):
         score = scores.get(grade_id)
         checks = result.cells[grade_id].checks if grade_id in result.cells else ()
         shown.append({
-            "grade_id": grade_id, "score": number(score), "max_points": number(max_points),
+            "grade_id": grade_id, "score": number(score, pending), "max_points": number(max_points),
             "written": kind == "written", "unanswered": score == 0,
             "source": source if show_tests and kind != "written" else None,
             "checks": [{"name": c.name, "points": number(c.points), "max_points": number(c.max_points),
                         "passed": c.passed, "message": c.text(translate)} for c in checks],
         })
-    return TEMPLATE.render(
-        assignment=result.assignment, student=result.student, style=STYLE, policy=offline.POLICY,
+    return _environment(found).render(
+        lang=language, assignment=result.assignment, student=result.student, style=STYLE, policy=offline.POLICY,
         earned=number(sum(scores.get(g) or 0.0 for g, _ in auto)), top=number(sum(m for _, m in auto)),
         manual=[g for g, kind, _, _ in cells if kind == "written"], issues=result.issue_texts(translate), cells=shown)

@@ -412,7 +412,7 @@ class SandboxAutograder(Autograder):
         job, release = plan.job, plan.release
         shown = decided.evolve(issues=list(job.remarks))
         shown.add_issues(decided.issues)
-        page = feedback.page(shown, release.cells, self.show_tests)
+        page = feedback.page(shown, release.cells, self.show_tests, language=feedback.language(job.folder))
         path = files.write(self.feedback_dir / job.student / job.assignment / f"{release.name}.html", page)
         self.write_gradebook(plan, decided)
         trouble = self.write_autograded(plan, decided)

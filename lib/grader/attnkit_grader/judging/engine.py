@@ -25,6 +25,7 @@ site/pages/en/guide/grading.md (the kinds ``values``, ``structure`` and ``proper
 import re
 
 from attnkit.checking import has_evidence
+from attnkit.i18n import N_
 
 from ..results import CheckResult, Message
 from . import variants
@@ -33,8 +34,8 @@ from .compare import Fail, Outputs
 __all__ = ["UNSUPPORTED", "decide", "judge", "scores", "without_hint"]
 
 _MESSAGE_LIMIT = 400
-UNSUPPORTED = "right, but counts only once a comparison with the expected values in this cell passes"
-DIAGNOSED = "{diagnosis} ({message})"
+UNSUPPORTED = N_("right, but counts only once a comparison with the expected values in this cell passes")
+DIAGNOSED = N_("{diagnosis} ({message})")
 
 
 def scores(verdicts):
@@ -68,7 +69,7 @@ def _explain_error(error):
     return Message.make("the result could not be used: {why}", why=text)
 
 
-HINTED = "{message} {hint}"
+HINTED = N_("{message} {hint}")
 
 
 def _with_hint(message, spec):

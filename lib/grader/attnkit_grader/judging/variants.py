@@ -23,6 +23,7 @@ import types
 
 import numpy as np
 
+from attnkit.i18n import N_
 from attnkit_sandbox.channel import clip_message
 from attnkit_sandbox.probe_sets import run_here
 
@@ -169,12 +170,12 @@ def diagnosis(found, raised=False):
     """The sentence (a Message) added to a failed check's message for the bugs found (``raised``: by the
     exception): each bug's one-line explanation is a message of its own."""
     if len(found) == 1:
-        template = ("Your code fails exactly as a known mistake: {mistake}." if raised
-                    else "Your numbers are exactly those of a known mistake: {mistake}.")
+        template = (N_("Your code fails exactly as a known mistake: {mistake}.") if raised
+                    else N_("Your numbers are exactly those of a known mistake: {mistake}."))
         return Message.make(template, mistake=Message.make(found[0].says))
     listed = Message.make(found[0].says)
     for bug in found[1:]:
         listed = Message.make("{earlier}; or {later}", earlier=listed, later=Message.make(bug.says))
-    template = ("Your code fails exactly as each of these known mistakes (they agree here): {mistakes}." if raised
-                else "Your numbers are exactly those of each of these known mistakes (they agree here): {mistakes}.")
+    template = (N_("Your code fails exactly as each of these known mistakes (they agree here): {mistakes}.") if raised
+                else N_("Your numbers are exactly those of each of these known mistakes (they agree here): {mistakes}."))
     return Message.make(template, mistakes=listed)

@@ -1,0 +1,128 @@
+"""The language of what attnkit says to a student: English, French or Chinese, through gettext catalogs.
+
+The language, first found of:
+
+1. ``attnkit.set_language("fr")`` called in the notebook (any folder; ``set_language(None)`` undoes it);
+2. the environment variable ``ATTNKIT_LANG`` (``fr``, ``zh``, ``en``; ``fr_FR.UTF-8`` reads as ``fr``);
+3. the edition the notebook was opened from: a working directory named ``NAME_fr`` or ``NAME_zh`` (the folder
+   a hub fetch, the student edition and ``release/`` give each edition; a kernel starts in its notebook's
+   folder);
+4. English.
+
+A message is a :class:`Text`: an English template with named placeholders (gettext's msgid, extracted into
+``attnkit/locale/attnkit.pot``) and its values, rendered in the language of the moment it is shown. Its English
+text (``str(text)``) never changes with the language: the grader compares failures by it, so grades cannot
+depend on the language. The catalogs are written and compiled with the instructor's tools (the authors' guide, "Translations").
+"""
+
+import functools
+import gettext
+import os
+import textwrap
+
+from .text import display_width
+
+DOMAIN = "attnkit"
+LOCALE = os.path.join(os.path.dirname(__file__), "locale")
+ENGLISH = "en"
+LANGUAGES = ("en", "fr", "zh")
+ENVIRONMENT = "ATTNKIT_LANG"
+
+_chosen = None      # set_language's choice: the one piece of module state, a setting the student makes once
+
+
+def _code(value):
+    """'fr' from 'fr', 'fr_FR.UTF-8', 'zh-Hans', 'ZH'; None for anything else."""
+    code = str(value).strip().lower().replace("-", "_").split("_")[0].split(".")[0]
+    return code if code in LANGUAGES else None
+
+
+def set_language(language):
+    """Show attnkit's messages in ``language`` ("en", "fr" or "zh") from now on in this kernel; None goes back
+    to the default (``ATTNKIT_LANG``, else the edition's folder, else English)."""
+    global _chosen
+    if language is None:
+        _chosen = None
+        return
+    code = _code(language)
+    if code is None:
+        raise ValueError(f"language: expected one of {', '.join(LANGUAGES)}, got {language!r}")
+    _chosen = code
+
+
+def edition_language(folder):
+    """The language of the edition whose folder is ``folder`` ('NAME_fr' -> 'fr'), English for any other."""
+    suffix = os.path.basename(os.path.normpath(str(folder))).rpartition("_")[2]
+    return suffix if suffix in LANGUAGES and suffix != ENGLISH else ENGLISH
+
+
+def language():
+    """The language messages are shown in now (see the module's docstring for the order)."""
+    if _chosen is not None:
+        return _chosen
+    from_environment = _code(os.environ.get(ENVIRONMENT, ""))
+    if from_environment is not None:
+        return from_environment
+    try:
+        return edition_language(os.getcwd())
+    except OSError:                         # the working directory was removed
+        return ENGLISH
+
+
+@functools.lru_cache(maxsize=None)
+def catalog(code):
+    """The gettext translations of ``code`` (English: none, the msgids are the English text)."""
+    if code == ENGLISH:
+        return gettext.NullTranslations()
+    return gettext.translation(DOMAIN, LOCALE, languages=[code], fallback=False)
+
+
+def translate(template, code=None):
+    """``template`` in language ``code`` (default: the current language)."""
+    return catalog(code or language()).gettext(template)
+
+
+def N_(template):
+    """Marks ``template`` as a message for extraction; returns it unchanged (it is translated when shown)."""
+    return template
+
+
+class Text:
+    """A sentence as data: an English ``template`` with named ``{placeholders}`` and their values (a value
+    may itself be a Text, rendered in the same language). ``str()`` is the English text."""
+
+    __slots__ = ("template", "args")
+
+    def __init__(self, template, **args):
+        self.template, self.args = template, args
+
+    def render(self, code=None):
+        code = code or language()
+        template = translate(self.template, code)
+        if not self.args:
+            return template
+        return template.format(**{name: value.render(code) if isinstance(value, Text) else value
+                                  for name, value in self.args.items()})
+
+    def __str__(self):
+        return self.render(ENGLISH)
+
+    def __repr__(self):
+        return f"Text({self.template!r}, **{self.args!r})"
+
+
+def wrap(text, width=80, subsequent_indent=""):
+    """``text`` in lines of at most ``width`` columns, a Chinese character taking two (Chinese has no spaces to
+    break at: a line then breaks between any two characters)."""
+    if display_width(text) == len(text):
+        return textwrap.wrap(text, width, subsequent_indent=subsequent_indent)
+    lines, line, used = [], "", 0
+    for character in text:
+        wide = display_width(character)
+        if used + wide > width:
+            lines.append(line.rstrip())
+            line, used = subsequent_indent, len(subsequent_indent)
+            if character == " ":
+                continue
+        line, used = line + character, used + wide
+    return [*lines, line] if line.strip() else lines

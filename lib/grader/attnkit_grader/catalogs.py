@@ -1,0 +1,249 @@
+"""The translation catalogs of what the kit says to students (gettext, with Babel): extract, update, compile, count.
+
+Two catalogs (gettext domains), French and Chinese each:
+
+- ``attnkit`` (``lib/attnkit/locale``, in the student wheel): every ``Text("...")``/``N_("...")`` of the student
+  package (the checks' messages, the known-mistake frames, CellScoredZero) and the catalogue's explanations of
+  known mistakes (each assignment's ``bugs.BUGS``, whose ``says`` the worked cases ship to the notebook);
+- ``attnkit_grader`` (``attnkit_grader/locale``): the feedback page's sentences (:mod:`.feedback`) and the judge's
+  frames of a diagnosis (:mod:`.judging.engine`, :mod:`.judging.variants`), and the judge's generic comparisons
+  (:mod:`.judging.compare`); an assignment's own hidden-check sentences (its ``checks.py``) are not in it yet
+  and stay English. The feedback page falls back on the first catalog for the messages they share.
+
+``python -m attnkit_grader.catalogs extract``  each .pot from the code, and each .po updated with the new messages
+                                               (untranslated: the catalog test fails until a translator fills them)
+``python -m attnkit_grader.catalogs compile``  each .po into its .mo (byte-stable), committed beside it
+``python -m attnkit_grader.catalogs counts``   the messages and the translated ones, per catalog and language
+``python -m attnkit_grader.catalogs check``    what is wrong with the catalogs (exit status 1 if anything)
+
+``tests/test_catalogs.py`` fails when a .mo is not the compilation of its .po, when a .pot lags the code, and on
+any untranslated, fuzzy or unchanged-from-English entry outside :data:`SAME_AS_ENGLISH`.
+"""
+
+import importlib
+import io
+import re
+import string
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import attnkit
+from attnkit import i18n
+from babel.messages.catalog import Catalog
+from babel.messages.extract import extract_from_file
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po, write_po
+import jinja2.ext
+
+PACKAGE = Path(attnkit.__file__).parent
+GRADER = Path(__file__).parent
+ASSIGNMENTS = GRADER.parent / "attnkit_assignments"
+TRANSLATED = [code for code in i18n.LANGUAGES if code != i18n.ENGLISH]
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class Domain:
+    """One catalog: its name (gettext's domain), its folder, and where its messages are found."""
+
+    name: str
+    locale: Path
+    root: Path                       # locations are written relative to it
+
+    @property
+    def template(self):
+        return self.locale / f"{self.name}.pot"
+
+    def po(self, code):
+        return self.locale / code / "LC_MESSAGES" / f"{self.name}.po"
+
+    def mo(self, code):
+        return self.po(code).with_suffix(".mo")
+
+
+# What a student reads in the notebook: attnkit's messages, and the catalogue's explanations of known mistakes,
+# which the worked cases ship to the notebook (each assignment's bugs.BUGS, their ``says``). The grader's feedback page has its
+# own sentences, and its judge's frames of a diagnosis, in the grader's catalog.
+STUDENT = Domain(i18n.DOMAIN, PACKAGE / "locale", PACKAGE.parent.parent)
+FEEDBACK = Domain("attnkit_grader", GRADER / "locale", PACKAGE.parent.parent)
+DOMAINS = (STUDENT, FEEDBACK)
+
+# Messages whose translation may be the English text itself: placeholders and punctuation only, and the names
+# of code. Anything else left as English is a translation not done.
+SAME_AS_ENGLISH = {
+    "{message}. {diagnosis}",
+    "{earlier}; or {later}",
+    "{message} {hint}",
+    "{diagnosis} ({message})",
+    "%(score)s / %(points)s points",
+}
+
+
+def _python(path, keywords):
+    for line, message, _, _ in extract_from_file("python", str(path), keywords=keywords, comment_tags=(),
+                                                 options={"encoding": "utf-8"}):
+        yield message
+
+
+def _found(domain):
+    """[(message, file)] of ``domain``, in a stable order."""
+    if domain is STUDENT:
+        for path in sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts):
+            yield from ((m, path) for m in _python(path, {"Text": None, "N_": None}))
+        for path in sorted(ASSIGNMENTS.glob("*/bugs.py")):
+            bugs = importlib.import_module(f"attnkit_assignments.{path.parent.name}.bugs")
+            shipped = PACKAGE / "worked" / f"{path.parent.name}.json"   # where the student's copy comes from:
+            yield from ((bug.says, shipped) for bug in bugs.BUGS)     # no grader path in the student edition
+        return
+    from . import feedback
+    from .judging import compare, engine, variants
+    for module in (engine, variants, feedback, compare):
+        yield from ((m, Path(module.__file__)) for m in _python(module.__file__, {"N_": None, "make": None,
+                                                                                  "Fail": None, "sentence": None}))
+    template = io.BytesIO(feedback.SOURCE.encode("utf-8"))
+    for _, _, message, _ in jinja2.ext.babel_extract(template, ("_", "gettext"), (), {}):
+        yield (message[0] if isinstance(message, tuple) else message), Path(feedback.__file__)
+
+
+def extracted(domain=STUDENT):
+    """{msgid: [(file, line), ...]} of every message of ``domain``."""
+    found = {}
+    for message, path in _found(domain):
+        if isinstance(message, str) and message and message != "{text}":
+            found.setdefault(message, []).append((path.relative_to(domain.root).as_posix(), None))
+    return found
+
+
+def template_catalog(domain=STUDENT):
+    catalog = Catalog(project="attention-kit", version=attnkit.__version__, domain=domain.name,
+                      charset="utf-8", fuzzy=False)
+    for message, locations in extracted(domain).items():
+        catalog.add(message, locations=sorted(set(locations)), flags=("python-brace-format",) if "{" in message else ())
+    return catalog
+
+
+def _po_bytes(catalog, **options):
+    buffer = io.BytesIO()
+    write_po(buffer, catalog, width=116, omit_header=False, sort_output=False, include_lineno=False, **options)
+    return buffer.getvalue()
+
+
+def _stable(data):
+    """A .pot/.po without the lines that change on every run (creation and revision dates)."""
+    return b"".join(line for line in data.splitlines(keepends=True)
+                    if not line.startswith((b'"POT-Creation-Date:', b'"PO-Revision-Date:')))
+
+
+def read(code, domain=STUDENT):
+    with open(domain.po(code), "rb") as file:
+        return read_po(file, locale=code, domain=domain.name)
+
+
+def extract(domain=STUDENT):
+    """Write the .pot; add new messages to each .po (untranslated) and drop vanished ones."""
+    template = template_catalog(domain)
+    domain.template.parent.mkdir(parents=True, exist_ok=True)
+    domain.template.write_bytes(_stable(_po_bytes(template)))
+    for code in TRANSLATED:
+        path = domain.po(code)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        catalog = read(code, domain) if path.exists() else Catalog(locale=code, domain=domain.name, charset="utf-8")
+        catalog.update(template, no_fuzzy_matching=True, update_header_comment=False)
+        catalog.obsolete.clear()
+        path.write_bytes(_stable(_po_bytes(catalog, ignore_obsolete=True)))
+
+
+def compiled(code, domain=STUDENT):
+    """The .mo bytes of language ``code``'s .po: the same bytes on every run (its header's dates are the epoch,
+    not now; the .po keeps none either, see _stable)."""
+    catalog = read(code, domain)
+    catalog.creation_date = catalog.revision_date = EPOCH
+    buffer = io.BytesIO()
+    write_mo(buffer, catalog, use_fuzzy=False)
+    return buffer.getvalue()
+
+
+def compile_all():
+    for domain in DOMAINS:
+        for code in TRANSLATED:
+            domain.mo(code).write_bytes(compiled(code, domain))
+
+
+def _placeholders(text):
+    """The named placeholders of a message: {name} (the checks', the judge's) or %(name)s (the feedback page's)."""
+    if "%(" in text:
+        return sorted(re.findall(r"%\((\w+)\)s", text))
+    return sorted(name for _, name, _, _ in string.Formatter().parse(text) if name is not None)
+
+
+def problems(domains=DOMAINS):
+    """What is wrong with the catalogs, one line each (none: every message of the code is in the .pot and
+    translated in every language, with the same placeholders, and each .mo is its .po compiled)."""
+    return [problem for domain in domains for problem in _problems(domain)]
+
+
+def _problems(domain):
+    found = []
+    code_ids = set(extracted(domain))
+    with open(domain.template, "rb") as file:
+        template_ids = {message.id for message in read_po(file) if message.id}
+    found += [f"{domain.template.name}: not extracted yet: {m!r}" for m in sorted(code_ids - template_ids)]
+    found += [f"{domain.template.name}: no longer in the code: {m!r}" for m in sorted(template_ids - code_ids)]
+    for code in TRANSLATED:
+        catalog = read(code, domain)
+        ids = {message.id for message in catalog if message.id}
+        found += [f"{code}: missing {m!r}" for m in sorted(code_ids - ids)]
+        found += [f"{code}: no longer in the code: {m!r}" for m in sorted(ids - code_ids)]
+        for message in catalog:
+            if not message.id:
+                continue
+            if not message.string:
+                found.append(f"{code}: untranslated {message.id!r}")
+            elif message.fuzzy:
+                found.append(f"{code}: fuzzy {message.id!r}")
+            elif message.string == message.id and message.id not in SAME_AS_ENGLISH:
+                found.append(f"{code}: the English text unchanged {message.id!r}")
+            elif _placeholders(message.string) != _placeholders(message.id):
+                found.append(f"{code}: placeholders {_placeholders(message.string)} instead of "
+                             f"{_placeholders(message.id)} in {message.id!r}")
+        if not domain.mo(code).exists() or domain.mo(code).read_bytes() != compiled(code, domain):
+            found.append(f"{code}: {domain.mo(code).name} is not its .po compiled (python -m attnkit_grader.catalogs compile)")
+    return found
+
+
+def counts(domain=STUDENT):
+    """{language: (messages, translated)}: English counts every message as its own."""
+    total = len(extracted(domain))
+    result = {i18n.ENGLISH: (total, total)}
+    for code in TRANSLATED:
+        catalog = read(code, domain)
+        done = sum(1 for message in catalog if message.id and message.string and not message.fuzzy)
+        result[code] = (total, done)
+    return result
+
+
+def main(argv=None):
+    command = (argv if argv is not None else sys.argv[1:] or ["counts"])[0]
+    if command == "extract":
+        for domain in DOMAINS:
+            extract(domain)
+    elif command == "compile":
+        compile_all()
+    elif command == "check":
+        for problem in problems():
+            print(problem)
+        return 1 if problems() else 0
+    elif command == "counts":
+        for domain in DOMAINS:
+            for code, (total, done) in counts(domain).items():
+                print(f"{domain.name} {code}: {done} of {total} messages translated")
+    else:
+        print(__doc__)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

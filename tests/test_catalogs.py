@@ -1,0 +1,57 @@
+"""The translation catalogs of what attnkit says to students (attnkit.i18n, attnkit_grader.catalogs)."""
+
+import gettext
+
+import pytest
+
+from attnkit import i18n
+from attnkit_grader import catalogs
+
+
+def test_every_message_is_extracted_translated_and_compiled():
+    """No message of the code missing from the .pot or a .po; none untranslated, fuzzy, left in English (outside
+    the allowlist) or with other placeholders than the English; each .mo is its .po compiled."""
+    assert catalogs.problems() == []
+
+
+def test_a_new_english_message_without_a_catalog_entry_fails(monkeypatch):
+    new = "a sentence added to the code and never extracted"
+    extracted = catalogs.extracted
+    monkeypatch.setattr(catalogs, "extracted", lambda domain: {**extracted(domain), new: [("attnkit/checking.py", 1)]})
+    assert any(new in problem and "not extracted yet" in problem for problem in catalogs.problems())
+    assert any(new in problem and problem.startswith("fr: missing") for problem in catalogs.problems())
+
+
+@pytest.mark.parametrize("code", catalogs.TRANSLATED)
+@pytest.mark.parametrize("domain", catalogs.DOMAINS, ids=lambda domain: domain.name)
+def test_an_untranslated_fuzzy_english_or_misplaced_entry_fails(code, domain, monkeypatch):
+    """The checks of test_every_message... can fail: each kind of bad entry, put in a copy of the catalog."""
+    read = catalogs.read
+    catalog = read(code, domain)
+    ids = [message.id for message in catalog if message.id and ("{" in message.id or "%(" in message.id)
+           and message.id not in catalogs.SAME_AS_ENGLISH][:4]
+    catalog[ids[0]].string = ""
+    catalog[ids[1]].flags.add("fuzzy")
+    catalog[ids[2]].string = ids[2]
+    catalog[ids[3]].string = catalog[ids[3]].string.replace("{", "{x").replace("%(", "%(x")
+    monkeypatch.setattr(catalogs, "read", lambda c, d=catalogs.STUDENT: catalog if (c, d) == (code, domain) else read(c, d))
+    problems = "\n".join(catalogs.problems())
+    for expected, id in zip(("untranslated", "fuzzy", "the English text unchanged", "placeholders"), ids):
+        assert f"{code}: {expected}" in problems and repr(id) in problems, (expected, problems)
+
+
+@pytest.mark.parametrize("domain", catalogs.DOMAINS, ids=lambda domain: domain.name)
+def test_the_compiled_catalogs_are_what_gettext_reads(domain):
+    for code in catalogs.TRANSLATED:
+        translation = gettext.translation(domain.name, domain.locale, languages=[code])
+        for message in catalogs.read(code, domain):
+            if message.id:
+                assert translation.gettext(message.id) == message.string
+
+
+@pytest.mark.parametrize("domain", catalogs.DOMAINS, ids=lambda domain: domain.name)
+def test_french_puts_a_no_break_space_before_double_punctuation(domain):
+    """« : » « ; » « ? » « ! » never start a line in French: a no-break space before each, never a plain one."""
+    for message in catalogs.read("fr", domain):
+        for mark in ":;?!":
+            assert f" {mark}" not in message.string, message.string

@@ -1,0 +1,223 @@
+"""The student's language (attnkit.i18n): chosen by the edition's folder, ATTNKIT_LANG or set_language; the
+checks' messages in it; the grades and the known mistakes' recognition the same in every language."""
+
+import json
+import shutil
+
+import nbformat
+import pytest
+import torch
+
+import attnkit
+from attnkit import checking, i18n
+from attnkit.checking import CellScoredZero, Checks, expect_shape, expect_worked
+
+CASE = "ps1_learnable_pe/known_table"     # a worked case whose first known mistake (table_last_rows) matches alone
+
+SAID = {   # what a student reads, per language, for the same wrong answer
+    "en": ("is off by up to", "These are exactly the numbers of a known mistake", "this cell earned 0 of 2 points.",
+           "What failed:", "should have shape (2, 3), got (3, 2)", "forward takes the last n rows of the table"),
+    "fr": ("écart allant jusqu'à", "Ce sont exactement les nombres d'une erreur connue",
+           "cette cellule a obtenu 0 point sur 2.", "Ce qui a échoué\u00a0:", "forme attendue (2, 3), obtenue (3, 2)",
+           "forward prend les n dernières lignes de la table"),
+    "zh": ("误差最大达", "这些正是一个已知错误给出的数值", "此单元格得 0 分（满分 2 分）。", "未通过的检查：",
+           "形状应为 (2, 3)，实际为 (3, 2)", "forward 取的是表的最后 n 行"),
+}
+
+
+@pytest.fixture(autouse=True)
+def no_choice_made(monkeypatch):
+    monkeypatch.delenv(i18n.ENVIRONMENT, raising=False)
+    i18n.set_language(None)
+    yield
+    i18n.set_language(None)
+
+
+def graded_cell():
+    """A cell with a known mistake's numbers in one check and a wrong shape in another: (score, printed, raised)."""
+    entry = json.load(open(checking.WORKED + "/ps1_learnable_pe.json"))["cases"]["known_table"]
+    mistake = torch.tensor(entry["variants"][0]["values"], dtype=torch.float64)
+    checks = Checks(points=2)
+    with checks("the worked case", 1):
+        expect_worked(mistake, CASE, "pe(X)")
+    with checks("the shape", 1, kind="structure"):
+        expect_shape(torch.zeros(3, 2), (2, 3), "the output")
+    try:
+        return checks.score(), checks, None
+    except CellScoredZero as raised:
+        return 0.0, checks, raised
+
+
+@pytest.mark.parametrize("language", ["en", "fr", "zh"])
+def test_a_notebook_in_an_editions_folder_speaks_its_language(language, tmp_path, monkeypatch, capsys):
+    """A kernel started in the folder a hub fetch or the student edition gives the edition (NAME_fr, NAME_zh)
+    prints the checks in that language; the English folder in English. The score and the recognition of the
+    known mistake (CheckFailed's English text, matched) are the same in every language."""
+    folder = tmp_path / ("ps1_learnable_pe" if language == "en" else f"ps1_learnable_pe_{language}")
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    assert i18n.language() == language
+    score, checks, raised = graded_cell()
+    printed = capsys.readouterr()
+    shown = printed.out + str(raised)
+    for text in SAID[language]:
+        assert text in shown, (text, shown)
+    if language != "en":
+        for text in SAID["en"]:
+            assert text not in shown, (text, shown)
+    assert printed.err == ""
+    assert (score, checks.matched, checks.unsupported()) == (0.0, True, 0.0)
+    english = checks.results
+    assert "These are exactly the numbers of a known mistake" in english[0][2]
+
+
+def test_the_environment_variable_and_set_language_choose_from_any_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert i18n.language() == "en"
+    monkeypatch.setenv("ATTNKIT_LANG", "zh_CN.UTF-8")
+    assert i18n.language() == "zh"
+    attnkit.set_language("fr")                  # the student's own cell wins over the variable
+    graded_cell()
+    assert "Ce qui a échoué" in capsys.readouterr().out + str(graded_cell()[2])
+    attnkit.set_language(None)
+    assert i18n.language() == "zh"
+    monkeypatch.chdir(tmp_path.parent)
+    (tmp_path / "ps2_relative_pe_fr").mkdir()
+    monkeypatch.chdir(tmp_path / "ps2_relative_pe_fr")
+    assert i18n.language() == "zh"               # the variable wins over the folder
+    monkeypatch.setenv("ATTNKIT_LANG", "")
+    assert i18n.language() == "fr"
+    with pytest.raises(ValueError, match="language: expected one of en, fr, zh, got 'de'"):
+        attnkit.set_language("de")
+
+
+def test_grades_do_not_depend_on_the_language(tmp_path, monkeypatch, capsys):
+    """The same answers, in each language: the same scores, the same known mistake named (by its English text,
+    as the grader and the worked cases compare it)."""
+    seen = set()
+    for language in ("en", "fr", "zh"):
+        attnkit.set_language(language)
+        score, checks, _ = graded_cell()
+        passing = Checks(points=3)
+        with passing("right", 1):
+            pass
+        with passing("wrong", 2):
+            expect_shape(torch.zeros(1), (2,), "X")
+        seen.add((score, checks.matched, tuple(checks.results), passing.score()))
+    assert len(seen) == 1, seen
+    assert capsys.readouterr().err == ""
+
+
+VALIDATE = {   # nbgrader validate on a blank release: how a cell that earned nothing says so, per language
+    "en": ("CellScoredZero: this cell earned 0 of", "What failed:"),
+    "fr": ("CellScoredZero: cette cellule a obtenu 0 point sur", "Ce qui a échoué\u00a0:"),
+    "zh": ("CellScoredZero: 此单元格得 0 分", "未通过的检查："),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("language", ["fr", "zh"])
+def test_validate_in_an_editions_folder_lists_the_failing_checks_in_its_language(language, tmp_path):
+    """nbgrader validate (the Validate button) on the edition's blank release, in a folder named as the hub
+    fetches it: every cell that earned nothing says so in the edition's language, none in English, and every
+    test cell earns nothing, as in the English edition."""
+    from test_assignments import ROOT, nbgrader
+    folder = tmp_path / f"ps1_learnable_pe_{language}"
+    folder.mkdir()
+    shutil.copy(ROOT / "release" / folder.name / "ps1_learnable_pe.ipynb", folder)
+    # From another folder, as JupyterLab's Validate button calls it from the server's root: nbgrader's validator
+    # runs the kernel in the notebook's folder.
+    code, log = nbgrader("validate", str(folder / "ps1_learnable_pe.ipynb"), cwd=tmp_path)
+    tests = [c for c in nbformat.read(folder / "ps1_learnable_pe.ipynb", as_version=4).cells
+             if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")]
+    zeroed, failed = VALIDATE[language]
+    assert log.count(zeroed) == log.count(failed) == len(tests) > 0, log[-3000:]
+    assert VALIDATE["en"][0] not in log and VALIDATE["en"][1] not in log, log[-3000:]
+
+
+def test_a_chinese_hand_in_gets_a_chinese_feedback_page(tmp_path):
+    """The feedback page of a hand-in collected from ps2_relative_pe_zh: the page's sentences, the judge's frame of
+    a diagnosis and the catalogue's explanation in Chinese; the same result for an English hand-in in English;
+    the scores the same."""
+    from attnkit_assignments.ps2_relative_pe.bugs import BUGS
+    from attnkit_grader import feedback
+    from attnkit_grader.judging import compare, engine, variants
+    from attnkit_grader.results import CellResult, CheckResult, Message, SubmissionResult
+
+    bug = next(bug for bug in BUGS if bug.name == "index_i_minus_j")
+    wrong = Message.make("{what} should have shape {expected}, got {actual}", what="the index", expected="(4, 6)",
+                         actual="(6, 4)")
+    checks = (CheckResult("c1", "the index of a 4 x 6 case", 0.0, 2.0, False, message=Message.make(
+                  engine.DIAGNOSED, diagnosis=variants.diagnosis([bug]), message=wrong), mistakes=(bug.name,)),
+              CheckResult("c2", "the index is int64", 1.0, 1.0, True, kind="structure"),
+              CheckResult("c3", "the index on random sizes", 0.0, 0.0, False,
+                          message=compare.Fail("{what} contains NaN or inf", what="the index").message))
+    result = SubmissionResult("student_zh", "ps2_relative_pe", "graded",
+                              cells={"test_index": CellResult("test_index", "test", 3.0, 1.0, checks),
+                                     "why": CellResult("why", "written", 2.0, None)})
+    cells = [("test_index", "test", 3.0, "..."), ("why", "written", 2.0, "")]
+    folder = tmp_path / "submitted" / "student_zh" / "ps2_relative_pe"
+    folder.mkdir(parents=True)
+    (folder / "collect.json").write_text(json.dumps({"edition": "ps2_relative_pe_zh", "language": "zh"}))
+    assert feedback.language(folder) == "zh"
+    assert feedback.language(tmp_path / "ps2_relative_pe_fr") == "fr"        # no record: the edition's folder
+    assert feedback.language(tmp_path / "ps2_relative_pe") == "en"
+
+    page = feedback.page(result, cells, language=feedback.language(folder))
+    for text in ('<html lang="zh">', "ps2_relative_pe：给 student_zh 的反馈", "自动评分：1 / 3 分。",
+                 "书面回答（why）由教师人工评分。", "评分程序用它选取的新输入调用了你的函数",
+                 "你的数值与一个已知错误给出的数值完全相同：索引用的是 i - j（查询减键），而不是 j - i，因此每个距离的符号都反了。",
+                 "（the index：形状应为 (4, 6)，实际为 (6, 4)）", "(1 / 3 分)", "书面回答：由教师人工评分。",
+                 "the index：包含 NaN 或 inf"):
+        assert text in page, (text, page)
+    for english in ("feedback for", "Autograded", "graded by hand", "known mistake", "should have shape",
+                    "instead of j - i", "contains NaN"):
+        assert english not in page, english
+    assert "the index of a 4 x 6 case" in page                 # a check's name: the test cell's own text
+
+    english = feedback.page(result, cells)
+    assert "Autograded: 1 / 3 points." in english and bug.says in english and "自动评分" not in english
+
+
+def test_chinese_lines_of_a_zeroed_cell_fit_validates_width():
+    """A Chinese character takes two columns: the lines of CellScoredZero fit LINE columns by display width."""
+    import unicodedata
+    attnkit.set_language("zh")
+    checks = Checks(points=1)
+    for number in range(3):
+        with checks(f"check {number} of a cell", 1 / 3):
+            expect_shape(torch.zeros(3, 2), (2, 3), "relative_position_index(4, 6, 2) 的结果，以及它的形状和数据类型")
+    with pytest.raises(CellScoredZero) as raised:
+        checks.score()
+    lines = str(raised.value).split("\n")
+    width = [sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line) for line in lines]
+    assert len(lines) > 5 and max(width) <= checking.LINE, list(zip(width, lines))
+    assert "形状应为 (2, 3)" in "".join(lines)
+
+
+@pytest.mark.parametrize("language", ["en", "fr", "zh"])
+def test_each_editions_header_says_its_messages_language_and_how_to_switch(language):
+    """The released notebook's 'how this notebook is graded' cell, in each edition: the messages' language, the
+    edition's folder, and the call that switches (issue 26, point 3)."""
+    from test_assignments import ROOT
+    said = {"en": "English here", "fr": "ici en français", "zh": "这里是中文"}[language]
+    for name in ("ps1_learnable_pe", "ps2_relative_pe"):
+        folder = name if language == "en" else f"{name}_{language}"
+        header = nbformat.read(ROOT / "release" / folder / f"{name}.ipynb", as_version=4).cells[1].source
+        assert said in header and "attnkit.set_language(" in header, header[-600:]
+        assert f"`{name}_{'fr' if language == 'en' else language}`" in header
+        # the marker of a check shown but not counted, as the checks print it in this language
+        assert f"`{i18n.Text('not scored').render(language)}`" in header, header
+
+
+@pytest.mark.parametrize("language", ["en", "fr", "zh"])
+def test_the_students_guide_quotes_the_markers_as_its_language_prints_them(language):
+    """The students' guide in each language explains the lines the checks print: the markers it quotes are the
+    ones the checks print in that language."""
+    import re
+    from test_assignments import ROOT
+    page = (ROOT / "site" / "pages" / language / "guide" / "students.md").read_text(encoding="utf-8")
+    for template in ("not scored", "FLAGGED: {remark}", "NOT GRADED: {reason}",
+                     "not implemented yet: your code still raises NotImplementedError"):
+        marker = re.split(r"\s*[:：]", i18n.translate(template, language))[0]
+        assert f"`{marker}" in page, (language, marker)
