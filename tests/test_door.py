@@ -143,8 +143,16 @@ def test_the_door_program_refuses_a_state_folder_others_can_enter(tmp_path):
     state = tmp_path / "state"
     state.mkdir(mode=0o755)
     state.chmod(0o755)
-    with pytest.raises(SystemExit, match="--state"):
-        door.main(["--state", str(state)])
+    # main() clears the environment and sets umask 077: this test process gets both back (otherwise every
+    # file and __pycache__ the later tests of this worker write is private to root)
+    environment, umask = dict(os.environ), os.umask(0o022)
+    try:
+        with pytest.raises(SystemExit, match="--state"):
+            door.main(["--state", str(state)])
+    finally:
+        os.umask(umask)
+        os.environ.clear()
+        os.environ.update(environment)
 
 
 @pytest.mark.slow

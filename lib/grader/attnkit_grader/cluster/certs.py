@@ -73,7 +73,7 @@ def make(folder, hosts=(), days=DAYS, force=False):
           .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
           .sign(ca_key, hashes.SHA256()))
     write_key(folder / CA_KEY, ca_key, serialization)
-    (folder / CA).write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    write_public(folder / CA, ca.public_bytes(serialization.Encoding.PEM))
     for role in ROLES:
         key = ec.generate_private_key(ec.SECP256R1())
         cert = (x509.CertificateBuilder().subject_name(name(f"attnkit cluster {role}")).issuer_name(ca_name)
@@ -93,7 +93,7 @@ def make(folder, hosts=(), days=DAYS, force=False):
                 .sign(ca_key, hashes.SHA256()))
         cert_file, key_file = cert_path(folder, role)
         write_key(key_file, key, serialization)
-        cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        write_public(cert_file, cert.public_bytes(serialization.Encoding.PEM))
     return written
 
 
@@ -107,6 +107,12 @@ def alternative_name(host):
         return x509.IPAddress(ipaddress.ip_address(host))
     except ValueError:
         return x509.DNSName(host)
+
+
+def write_public(path, data):
+    """A certificate at ``path``, readable by everyone whatever the umask (a worker's uid must read it)."""
+    path.write_bytes(data)
+    path.chmod(0o644)
 
 
 def write_key(path, key, serialization):
