@@ -8,13 +8,12 @@ import os
 
 import nbformat
 import nbgrader
-import pytest
 from nbconvert.exporters import HTMLExporter
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from traitlets.config import Config
 
 from attnkit_grader import offline
-from conftest import ARTIFACTS, CHROMIUM, ROOT
+from conftest import ARTIFACTS, ROOT
 
 VERDICT = ("FAIL [0/1] relative_position_index(4, 6, 2) is the matrix shown in the exercise\n"
            "       -> relative_position_index(4, 6, 2): 20 entries differ; first at index (0, 1): got 1, expected 3. "
@@ -46,9 +45,7 @@ def nbgrader_feedback_page():
     return page
 
 
-def test_the_finished_feedback_page_is_complete_in_chromium_with_no_network_and_no_script(tmp_path):
-    from playwright.sync_api import sync_playwright
-
+def test_the_finished_feedback_page_is_complete_in_chromium_with_no_network_and_no_script(tmp_path, browser):
     raw = nbgrader_feedback_page()
     assert "cdnjs.cloudflare.com" in raw and "$$" in raw          # what nbgrader writes: MathJax from a CDN
     text, typeset = offline.finish(raw)
@@ -57,9 +54,8 @@ def test_the_finished_feedback_page_is_complete_in_chromium_with_no_network_and_
     path = tmp_path / "ps2_relative_pe.html"
     path.write_text(text, encoding="utf-8")
     requests = []
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        context = browser.new_context(java_script_enabled=False, offline=True, viewport={"width": 900, "height": 1000})
+    context = browser.new_context(java_script_enabled=False, offline=True, viewport={"width": 900, "height": 1000})
+    try:
         page = context.new_page()
         page.on("request", lambda request: requests.append(request.url))
         page.goto(path.as_uri())
@@ -77,5 +73,6 @@ def test_the_finished_feedback_page_is_complete_in_chromium_with_no_network_and_
         assert "every distance has the wrong sign" in verdict.inner_text()
         shown = page.locator("body").inner_text()
         assert "\\operatorname" not in shown and "$$" not in shown
-        browser.close()
+    finally:
+        context.close()
     assert [url for url in requests if not url.startswith("file://")] == []
