@@ -47,3 +47,26 @@ def sandboxes():
     reason = sandbox.unavailable_reason()
     if reason:
         (pytest.fail if os.environ.get("CI") else pytest.skip)(reason)
+
+
+def processes_of(uid):
+    """The ids of the processes on this machine owned by ``uid`` (a sandbox's), read from /proc."""
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+        except OSError:                                     # the process ended while being read
+            continue
+        if fields.get("Uid", "").split()[:1] == [str(uid)]:
+            found.append(status.parent.name)
+    return found
+
+
+class Clock:
+    """A clock the test moves by hand (``clock.now = 10.0``), for code that takes ``clock=time.monotonic``."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now

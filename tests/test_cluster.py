@@ -45,7 +45,7 @@ from attnkit_grader.isolation.notebook_run import RunnerJob
 from attnkit_grader.journal import Journal
 from attnkit_grader.pipeline import make_autograder
 from attnkit_grader.progress import Progress
-from conftest import ROOT, copy_course
+from conftest import ROOT, Clock, copy_course
 
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile_class"
 EXPECTED = json.loads((HOSTILE / "expected.json").read_text())
@@ -246,14 +246,6 @@ def test_a_worker_refuses_a_crafted_request_before_any_sandbox_starts(fields, wo
     good = door.encode([(door.REQUEST, json.dumps({"assignment": PS1}).encode()), ("notebook.ipynb", b"{}")])
     assert door.parse_reply(door.decode(plugin.answer(good))).exit_code == 0 and len(recorder.launched) == 1
     assert list(tmp_path.iterdir()) == []                       # the request's scratch folder is gone
-
-
-class Clock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
 
 
 def test_off_a_terminal_a_batch_of_a_thousand_prints_a_line_every_few_seconds():

@@ -24,6 +24,7 @@ from attnkit_grader.isolation import bwrap as sandbox
 from attnkit_grader.isolation import notebook_run, seccomp, staging, warm
 from attnkit_grader.isolation.limits import GiB, Limits, worker_uid
 from attnkit_sandbox import channel, runner
+from conftest import processes_of
 
 TOY_PROBES = '''
 from dataclasses import dataclass
@@ -468,19 +469,6 @@ def run_boxed(box, course, content, **options):
     return notebook_run.run_notebook(box, submitted, scratch, inputs=INPUTS, **options)
 
 
-def sandbox_processes(uid):
-    """Processes on this machine owned by ``uid`` (the sandbox's)."""
-    found = []
-    for status in Path("/proc").glob("[0-9]*/status"):
-        try:
-            lines = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
-        except OSError:
-            continue
-        if lines.get("Uid", "").split()[:1] == [str(uid)]:
-            found.append(status.parent.name)
-    return found
-
-
 @pytest.mark.slow
 def test_sandboxed_runner_matches_the_in_process_one(box, course):
     run = run_boxed(box, course, notebook(GOOD_CELLS + [("code", "import attnkit\nattnkit.__file__", None)]))
@@ -491,6 +479,22 @@ def test_sandboxed_runner_matches_the_in_process_one(box, course):
     outputs, errors = run.outputs, run.errors
     np.testing.assert_array_equal(outputs["scale"]["y"], np.arange(3.0) * 2.5)
     assert set(errors) == {"cube", "liar"}
+
+
+
+@pytest.mark.slow
+def test_the_runner_prints_attnkits_messages_in_the_hand_ins_language(box, course):
+    """The grader passes the hand-in's edition into the sandbox: a check's message is printed in French there,
+    as in the student's own kernel; a set_language call in the notebook still wins; none: English."""
+    cells = [("code", "import torch\nfrom attnkit.checking import Checks, expect_shape\nchecks = Checks(points=1)\n"
+                      "with checks('the shape', 1):\n    expect_shape(torch.zeros(3, 2), (2, 3), 'the output')", None),
+             ("code", "import attnkit\nattnkit.set_language('zh')\nprint(attnkit.i18n.language())", None)]
+    french = cells_by_index(run_boxed(box, course, notebook(cells), language="fr").report)
+    assert "forme attendue (2, 3), obtenue (3, 2)" in french[1]["stdout"] and french[2]["stdout"] == "zh\n"
+    english = cells_by_index(run_boxed(box, course, notebook(cells[:1])).report)
+    assert "should have shape (2, 3), got (3, 2)" in english[1]["stdout"]
+    with pytest.raises(ValueError, match="language"):
+        run_boxed(box, course, notebook(cells), language="de")
 
 
 HOSTILE = {
@@ -652,7 +656,7 @@ def test_fork_bomb_stops_at_the_process_limit(box, course):
     assert cells[1]["error"].startswith("BlockingIOError")
     assert cells[2]["stdout"] == "after\n"
     assert run.reason.startswith(f"cell 1 hit the limit of {box.limits.processes} processes and threads")
-    assert sandbox_processes(box.limits.uid) == []
+    assert processes_of(box.limits.uid) == []
 
 
 PROCESSES = "import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))"
@@ -681,7 +685,7 @@ def test_processes_a_cell_or_probe_leaves_behind_are_gone_before_the_next_step(b
     assert run.report["probes"]["square"]["killed"] == 1 and run.report["probes"]["square"]["status"] == "ok"
     np.testing.assert_array_equal(run.outputs["square"]["y"], np.arange(5.0) ** 2)
     assert run.reason.startswith(f"cell 3 hit the limit of {box.limits.processes} processes and threads")
-    assert sandbox_processes(box.limits.uid) == []
+    assert processes_of(box.limits.uid) == []
 
 
 def test_runner_never_kills_other_processes_in_process_or_as_root(scratch):
@@ -756,7 +760,7 @@ def test_code_holding_the_interpreter_meets_the_wall_clock(box, course):
     assert run.result.timed_out and 8 <= run.result.seconds < 15
     assert run.reason == ("stopped at the wall-clock limit of 8 s (an endless loop, or a blocked process?) "
                           "during cell 2")
-    assert sandbox_processes(box.limits.uid) == []
+    assert processes_of(box.limits.uid) == []
 
 
 @pytest.mark.slow

@@ -34,7 +34,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from markupsafe import escape
-from conftest import copy_course
+from conftest import Clock, copy_course
 
 from attnkit_grader import CellResult, CheckResult, Course, Message, SubmissionResult, grade
 from attnkit_grader.autograders.sandboxed import cell_issues, derive_seed, plain_cells
@@ -98,14 +98,6 @@ def test_a_journal_line_of_an_older_grader_is_refused_with_a_warning_never_misre
     assert again.find("ada", "a", "1", "g") == journalled("ada", "1") and again.stale == 1
     with pytest.raises(ValueError, match="version 1, not 2"):
         SubmissionResult.from_json(old)
-
-
-class Clock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
 
 
 def test_progress_prints_one_line_per_submission_when_not_a_terminal():

@@ -8,15 +8,13 @@ each job's cgroup gives it. Then the same grades warm and cold. All need root (w
 bubblewrap.
 """
 
-import json
 import os
-import signal
 import threading
 from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import copy_course
+from conftest import copy_course, processes_of
 
 from attnkit_grader import grade
 from attnkit_grader.isolation import bwrap, notebook_run, staging, warm
@@ -80,18 +78,6 @@ def zygote_pid(box):
         except OSError:
             continue
     raise AssertionError("no zygote below the warm sandbox's bwrap")
-
-
-def uid_processes(uid):
-    found = []
-    for status in Path("/proc").glob("[0-9]*/status"):
-        try:
-            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
-        except OSError:
-            continue
-        if fields.get("Uid", "").split()[:1] == [str(uid)]:
-            found.append(status.parent.name)
-    return found
 
 
 LEAVE = r'''
@@ -159,7 +145,7 @@ def test_a_job_leaves_nothing_for_the_next(zygote_box, tmp_path):
     lines = left[1].splitlines()
     assert lines[:3] == ["refused /dev/shm/left 30", "refused /dev/left 30", "refused /left 30"]   # EROFS
     assert lines[3] == "shm True msg True" and lines[4].startswith("pi 3.0 random 0.416")
-    assert uid_processes(zygote_box.limits.uid) == []          # the daemon died with the job's namespace
+    assert processes_of(zygote_box.limits.uid) == []          # the daemon died with the job's namespace
     found, _ = run(zygote_box, tmp_path, FIND, name="find")
     lines = found[1].splitlines()
     assert lines[:4] == ["files []", "shm -1 ENOENT msg -1 ENOENT", "refused ConnectionRefusedError",

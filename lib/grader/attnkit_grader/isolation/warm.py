@@ -45,7 +45,7 @@ from pathlib import Path
 from attnkit_sandbox import zygote
 
 from . import seccomp as syscall_filter
-from .bwrap import (CHANNEL, JAIL, SCRATCH, Sandbox, SandboxResult, SandboxUnavailable, collect, finish,
+from .bwrap import (CHANNEL, JAIL, SCRATCH, Sandbox, SandboxResult, SandboxUnavailable, collect, finish, reap,
                     namespace_args, record_exit, tool_path)
 from .cgroups import Cgroup
 
@@ -166,11 +166,7 @@ class WarmSandbox:
             self.control.close()
             self.control = None
         if self.process is not None:
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            reap(self.process, grace=10)
             self.process = None
 
     # --- one run ----------------------------------------------------------------------------------------------
