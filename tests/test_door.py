@@ -38,7 +38,17 @@ def test_a_valid_request_becomes_a_runner_job_with_the_doors_ceiling_on_every_li
     assert job == RunnerJob(PS1, 20.0, 0.0, (3, 4)) and job.probes is None
     assert files == {"notebook.ipynb": NOTEBOOK, "expected.json": b"{}"}
     assert limits.memory == 2**30 and limits.wall_seconds == 60 and limits.processes == Limits().processes
+    french, _, _ = door.parse_request(frames({"language": "fr"}), ASSIGNMENTS)
+    assert french.language == "fr" and french.argv()[-2:] == ["--language", "fr"]
 
+
+
+def test_the_hand_ins_language_crosses_the_door(tmp_path):
+    """The grader's side writes the job's language into the request; the door's side reads it back."""
+    (tmp_path / "notebook.ipynb").write_bytes(NOTEBOOK)
+    for language in ("zh", None):
+        sent = door.request_frames(RunnerJob(PS1, language=language), tmp_path, Limits())
+        assert door.parse_request(sent, ASSIGNMENTS)[0].language == language
 
 @pytest.mark.parametrize("fields, word", [
     ({"assignment": "../../etc/passwd"}, "assignment"), ({"assignment": "os"}, "assignment"),
@@ -48,7 +58,8 @@ def test_a_valid_request_becomes_a_runner_job_with_the_doors_ceiling_on_every_li
     ({"limits": {"wall_seconds": float("nan")}}, "limits.wall_seconds"), ({"limits": {"threads": 0}}, "limits.threads"),
     ({"limits": []}, "limits"), ({"cell_timeout": 1e9}, "cell_timeout"), ({"cell_timeout": "30"}, "cell_timeout"),
     ({"grace": -1}, "grace"), ({"skip": ["1; id"]}, "skip"), ({"skip": list(range(1, 2000))}, "skip"),
-    ({"skip": [0]}, "skip"),
+    ({"skip": [0]}, "skip"), ({"language": "de"}, "language"), ({"language": ["fr"]}, "language"),
+    ({"language": "fr; id"}, "language"),
 ], ids=lambda value: str(value)[:40])
 def test_a_crafted_request_is_refused_naming_what_is_wrong(fields, word):
     with pytest.raises(door.RequestError, match=word):

@@ -3,6 +3,7 @@ checks' messages in it; the grades and the known mistakes' recognition the same 
 
 import json
 import shutil
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -210,6 +211,38 @@ def test_each_editions_header_says_its_messages_language_and_how_to_switch(langu
         assert f"`{i18n.Text('not scored').render(language)}`" in header, header
 
 
+PACKS = {"fr": "fr_FR", "zh": "zh_CN"}        # JupyterLab's language packs, installed with the student package
+
+
+def jupyterlab_says(language):
+    """gettext(context, English) of JupyterLab's interface in ``language``, from its installed language pack."""
+    if language == "en":
+        return lambda context, text: text
+    import importlib
+    pack = importlib.import_module(f"jupyterlab_language_pack_{PACKS[language]}")
+    catalog = Path(pack.__file__).parent / "locale" / PACKS[language] / "LC_MESSAGES" / "jupyterlab.json"
+    data = json.loads(catalog.read_text(encoding="utf-8"))
+    data = data.get("locale_data", data).get("jupyterlab", data)
+    return lambda context, text: data[f"{context}\x04{text}" if context else text][0]
+
+
+@pytest.mark.parametrize("language", ["en", "fr", "zh"])
+def test_each_editions_header_names_jupyterlabs_menus_as_its_language_pack_shows_them(language):
+    """The header's two menu paths (run everything; restart and run everything before handing in) are written as
+    JupyterLab shows them in the edition's language; nbgrader's Validate button, which no language pack
+    translates, keeps its English name; the translations also give the English interface's paths."""
+    from test_assignments import ROOT
+    say = jupyterlab_says(language)
+    run_all = f"*{say('menu', 'Run')} → {say(None, 'Run All Cells')}*"
+    restart = f"*{say('menu', 'Kernel')} → {say(None, 'Restart Kernel and Run All Cells…')}*"
+    for name in ("ps1_learnable_pe", "ps2_relative_pe"):
+        folder = name if language == "en" else f"{name}_{language}"
+        header = " ".join(nbformat.read(ROOT / "release" / folder / f"{name}.ipynb", as_version=4).cells[1].source.split())
+        assert run_all in header and restart in header and "*Validate*" in header, (run_all, restart, header)
+        if language != "en":
+            assert "*Run → Run All Cells*" in header and "*Kernel → Restart Kernel and Run All Cells…*" in header
+
+
 @pytest.mark.parametrize("language", ["en", "fr", "zh"])
 def test_the_students_guide_quotes_the_markers_as_its_language_prints_them(language):
     """The students' guide in each language explains the lines the checks print: the markers it quotes are the
@@ -221,3 +254,33 @@ def test_the_students_guide_quotes_the_markers_as_its_language_prints_them(langu
                      "not implemented yet: your code still raises NotImplementedError"):
         marker = re.split(r"\s*[:：]", i18n.translate(template, language))[0]
         assert f"`{marker}" in page, (language, marker)
+
+
+def test_the_sandboxed_runner_names_attnkits_languages_and_variable():
+    """The runner reads --language without importing attnkit: its copies of the two names stay attnkit's."""
+    from attnkit_sandbox import runner
+
+    assert runner.LANGUAGES == i18n.LANGUAGES and runner.LANGUAGE_VARIABLE == i18n.ENVIRONMENT
+
+
+def test_the_autograded_copys_verdict_lines_follow_the_hand_ins_language():
+    """What the formgrader and nbgrader's feedback page show under a test cell of a French or Chinese hand-in:
+    the frame and the message in that language, the check's name as the test cell wrote it; English unchanged."""
+    from attnkit_grader.autograded_notebook import verdict_lines
+    from attnkit_grader.results import CheckResult, Message
+
+    wrong = Message.make("{what} should have shape {expected}, got {actual}", what="the output", expected="(2, 3)",
+                         actual="(3, 2)")
+    checks = (CheckResult("c1", "the output's shape", 0.0, 1.0, False, kind="structure", message=wrong),
+              CheckResult("c2", "row i is added to position i", 2.0, 2.0, True))
+    said = {"en": ("Checked by the grader outside the notebook: 2 / 3 points",
+                   "FAILED 0/1 [structure] the output's shape: the output should have shape (2, 3), got (3, 2)",
+                   "passed 2/2 [values] row i is added to position i"),
+            "fr": ("Vérifié par le correcteur en dehors du notebook\u00a0: 2 / 3 points",
+                   "ÉCHOUÉE 0/1 [structure] the output's shape: the output : forme attendue (2, 3), obtenue (3, 2)",
+                   "réussie 2/2 [valeurs] row i is added to position i"),
+            "zh": ("由评分程序在 notebook 之外检查：2 / 3 分", "未通过 0/1 [结构] the output's shape: the output：形状应为 (2, 3)，实际为 (3, 2)",
+                   "通过 2/2 [数值] row i is added to position i")}
+    for language, lines in said.items():
+        assert verdict_lines(checks, 3.0, language).splitlines() == list(lines), language
+    assert verdict_lines((), 1.0, "fr").splitlines()[1] == "aucune vérification automatique n'a été exécutée pour cette cellule"

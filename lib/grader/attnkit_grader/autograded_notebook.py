@@ -37,7 +37,10 @@ from pathlib import Path
 import nbformat
 from nbconvert.filters import strip_ansi
 
-from . import files
+from attnkit.i18n import N_
+
+from . import feedback, files
+from .editions import ENGLISH
 from .release_cells import grade_id_of
 
 OUTPUT_CHARS = 10_000          # characters kept of one stream (stdout or stderr) of one cell
@@ -126,16 +129,27 @@ def captured(report, skipped=()):
     return found
 
 
-def verdict_lines(checks, max_points):
-    """What the formgrader shows under a test cell: the judge's checks (CheckResults), never test code."""
+# The frame of the verdict lines, in the student's language (the grader's catalog); a check's name is the test
+# cell's own text and stays as written, its message is rendered from its template like the feedback page's.
+CHECKED = N_("Checked by the grader outside the notebook: {earned} / {points} points")
+NO_CHECK = N_("no automatic check ran for this cell")
+PASSED, FAILED = N_("passed"), N_("FAILED")
+KIND_NAMES = {"values": N_("values"), "structure": N_("structure"), "property": N_("property")}
+
+
+def verdict_lines(checks, max_points, language=ENGLISH):
+    """What the formgrader and nbgrader's feedback page show under a test cell: the judge's checks (CheckResults),
+    never test code, in ``language`` (the hand-in's edition: :func:`~attnkit_grader.feedback.language`)."""
+    gettext = feedback.translations(language).gettext
+    translate = None if language == ENGLISH else gettext
     earned = sum(check.points for check in checks)
-    lines = [f"Checked by the grader outside the notebook: {earned:g} / {max_points:g} points"]
+    lines = [gettext(CHECKED).format(earned=f"{earned:g}", points=f"{max_points:g}")]
     if not checks:
-        lines.append("no automatic check ran for this cell")
+        lines.append(gettext(NO_CHECK))
     for check in checks:
-        text = f"{'passed' if check.passed else 'FAILED'} {check.points:g}/{check.max_points:g} [{check.kind}] " \
-               f"{plain_text(check.name)}"
-        lines.append(text + (f": {plain_text(check.text())}" if check.message else ""))
+        text = f"{gettext(PASSED if check.passed else FAILED)} {check.points:g}/{check.max_points:g} " \
+               f"[{gettext(KIND_NAMES[check.kind])}] {plain_text(check.name)}"
+        lines.append(text + (f": {plain_text(check.text(translate))}" if check.message else ""))
     return clipped("\n".join(lines) + "\n", OUTPUT_CHARS)
 
 
@@ -164,12 +178,12 @@ def safe_attachments(cell):
     return kept or None
 
 
-def notebook(release, data, result):
+def notebook(release, data, result, language=ENGLISH):
     """The autograded copy (an nbformat NotebookNode) of the submission ``data`` (bytes as handed in).
 
     ``release``: the assignment's :class:`~attnkit_grader.release_cells.Release`; ``result``: the
     submission's :class:`~attnkit_grader.results.SubmissionResult` (its checks, and in ``run`` the runner's
-    cells and their captured ``outputs``). ValueError when the submission has no list of cells (such a
+    cells and their captured ``outputs``); ``language``: the hand-in's, which the verdict lines are in. ValueError when the submission has no list of cells (such a
     submission is never graded).
     """
 
@@ -212,7 +226,7 @@ def notebook(release, data, result):
                 new.outputs = [nbformat.v4.new_output("stream", name="stdout",
                                                       text=verdict_lines(result.cells[grade_id].checks
                                                                                 if grade_id in result.cells else (),
-                                                                                tests[grade_id]))]
+                                                                                tests[grade_id], language))]
             elif cell["cell_type"] == "code":
                 quiet = ends_quietly(source)                  # a value is shown as text, never rich
                 new.outputs = [nbformat.v4.new_output("stream", name="stderr" if name == "stderr" else "stdout",

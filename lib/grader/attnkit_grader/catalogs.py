@@ -5,7 +5,8 @@ Two catalogs (gettext domains), French and Chinese each:
 - ``attnkit`` (``lib/attnkit/locale``, in the student wheel): every ``Text("...")``/``N_("...")`` of the student
   package (the checks' messages, the known-mistake frames, CellScoredZero) and the catalogue's explanations of
   known mistakes (each assignment's ``bugs.BUGS``, whose ``says`` the worked cases ship to the notebook);
-- ``attnkit_grader`` (``attnkit_grader/locale``): the feedback page's sentences (:mod:`.feedback`) and the judge's
+- ``attnkit_grader`` (``attnkit_grader/locale``): the feedback page's sentences (:mod:`.feedback`), the verdict lines
+  of the autograded copy (:mod:`.autograded_notebook`: the formgrader's and nbgrader's feedback page), the judge's
   frames of a diagnosis (:mod:`.judging.engine`, :mod:`.judging.variants`), and the judge's generic comparisons
   (:mod:`.judging.compare`); an assignment's own hidden-check sentences (its ``checks.py``) are not in it yet
   and stay English. The feedback page falls back on the first catalog for the messages they share.
@@ -79,6 +80,8 @@ SAME_AS_ENGLISH = {
     "{diagnosis} ({message})",
     "%(score)s / %(points)s points",
 }
+# Words spelt the same in a language as in English, checked by the translator: {(language, msgid)}.
+SAME_WORD = {("fr", "structure")}
 
 
 def _python(path, keywords):
@@ -97,9 +100,9 @@ def _found(domain):
             shipped = PACKAGE / "worked" / f"{path.parent.name}.json"   # where the student's copy comes from:
             yield from ((bug.says, shipped) for bug in bugs.BUGS)     # no grader path in the student edition
         return
-    from . import feedback
+    from . import autograded_notebook, feedback
     from .judging import compare, engine, variants
-    for module in (engine, variants, feedback, compare):
+    for module in (engine, variants, feedback, compare, autograded_notebook):
         yield from ((m, Path(module.__file__)) for m in _python(module.__file__, {"N_": None, "make": None,
                                                                                   "Fail": None, "sentence": None}))
     template = io.BytesIO(feedback.SOURCE.encode("utf-8"))
@@ -203,7 +206,7 @@ def _problems(domain):
                 found.append(f"{code}: untranslated {message.id!r}")
             elif message.fuzzy:
                 found.append(f"{code}: fuzzy {message.id!r}")
-            elif message.string == message.id and message.id not in SAME_AS_ENGLISH:
+            elif message.string == message.id and message.id not in SAME_AS_ENGLISH and (code, message.id) not in SAME_WORD:
                 found.append(f"{code}: the English text unchanged {message.id!r}")
             elif _placeholders(message.string) != _placeholders(message.id):
                 found.append(f"{code}: placeholders {_placeholders(message.string)} instead of "

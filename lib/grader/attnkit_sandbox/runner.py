@@ -51,6 +51,10 @@ CELL_OUTPUT = 20_000                # bytes kept of each of a cell's stdout and 
 REPORT_OUTPUT = 2 * 2**20           # bytes of captured output kept in the whole report (many noisy cells)
 STUCK_GRACE = 5.0                   # seconds a timed-out cell may take to give up before the process ends
 EXIT_STUCK = 70                     # exit status when a cell or probe ignored its timeout
+# attnkit.i18n's languages and its environment variable, named here so that reading the command line imports
+# nothing of attnkit (tests/test_languages.py holds the two to the same values)
+LANGUAGES = ("en", "fr", "zh")
+LANGUAGE_VARIABLE = "ATTNKIT_LANG"
 MEMORY_WORDS = ("can't allocate memory", "Cannot allocate memory", "bad_alloc", "out of memory")
 
 
@@ -451,6 +455,9 @@ def parse_args(argv):
     parser.add_argument("--skip", default="", help="comma-separated cell numbers (from 1) not to run")
     parser.add_argument("--grace", type=float, default=STUCK_GRACE,
                         help="seconds past its timeout before a stuck cell ends the process (default: %(default)s)")
+    parser.add_argument("--language", choices=LANGUAGES,
+                        help="the language attnkit's messages are printed in (the hand-in's edition; a "
+                             "set_language call in the notebook still wins, as in the student's kernel)")
     parser.add_argument("--reap", action="store_true",
                         help="after each cell and probe, kill every other process of the PID namespace (only "
                              "in the sandbox's own PID namespace; refused when run as root)")
@@ -468,6 +475,8 @@ def main(argv=None):
         os.set_inheritable(args.channel, False)     # no subprocess of the notebook gets the pipe
     if args.reap:
         os.register_at_fork(after_in_child=yield_to_the_runner)
+    if args.language:
+        os.environ[LANGUAGE_VARIABLE] = args.language  # read by attnkit.i18n when a message is shown
     skip = {int(n) for n in args.skip.split(",") if n.strip().isdigit()}
     runner = Runner(args.scratch, None, args.assignment, args.probes, args.cell_timeout, CELL_OUTPUT,
                     skip, args.channel, grace=args.grace, reap=args.reap)

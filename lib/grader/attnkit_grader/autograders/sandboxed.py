@@ -349,7 +349,8 @@ class SandboxAutograder(Autograder):
             while True:
                 result = notebook_run.run_notebook(self.launcher(slot), prepared, scratch, assignment=job.assignment,
                                                    inputs=inputs, limits=limits, expected=release.expected,
-                                                   cell_timeout=self.cell_timeout, skip=[n for n, _ in skipped])
+                                                   cell_timeout=self.cell_timeout, skip=[n for n, _ in skipped],
+                                                   language=feedback.language(job.folder))
                 cpu.append(result.result.cpu_seconds)
                 cell = dying_cell(result)
                 if cell is None or len(skipped) >= self.retries or not result.result.started:
@@ -438,7 +439,8 @@ class SandboxAutograder(Autograder):
             data = plan.path.read_bytes()
             if hashlib.sha256(data).hexdigest() != plan.sha256:
                 raise ValueError(f"{plan.path} changed while the batch was running")
-            if autograded_notebook.write(target, autograded_notebook.notebook(release, data, result)):
+            copy = autograded_notebook.notebook(release, data, result, feedback.language(job.folder))
+            if autograded_notebook.write(target, copy):
                 remove(self.course.assignment_dir("feedback", job.assignment, job.student))
             return []
         except Exception as error:  # noqa: BLE001 - the grades stand; only the formgrader copy is missing

@@ -43,7 +43,7 @@ from pathlib import Path
 
 from attnkit_sandbox import channel, runner
 
-from .bwrap import SandboxResult
+from .bwrap import SandboxResult, reap
 from . import slots
 from .limits import Limits, worker_uid
 
@@ -162,7 +162,7 @@ def parse_request(frames, assignments):
         raise RequestError(f"{REQUEST}: not JSON") from None
     if not isinstance(fields, dict):
         raise RequestError(f"{REQUEST}: expected an object")
-    unknown = set(fields) - {"assignment", "cell_timeout", "grace", "skip", "limits"}
+    unknown = set(fields) - {"assignment", "cell_timeout", "grace", "skip", "limits", "language"}
     if unknown:
         raise RequestError(f"{REQUEST}: unknown fields {sorted(unknown)} (a door takes no paths, commands or modules)")
     assignment = fields.get("assignment")
@@ -175,7 +175,10 @@ def parse_request(frames, assignments):
     if not isinstance(skip, list) or len(skip) > MAX_SKIP or not all(
             type(n) is int and 1 <= n <= 10**6 for n in skip):
         raise RequestError(f"skip: expected at most {MAX_SKIP} cell numbers from 1, got {str(skip)[:80]}")
-    return RunnerJob(assignment, cell_timeout, grace, tuple(skip)), files, limits
+    language = fields.get("language")
+    if language is not None and language not in runner.LANGUAGES:
+        raise RequestError(f"language: expected one of {list(runner.LANGUAGES)}, got {str(language)[:40]!r}")
+    return RunnerJob(assignment, cell_timeout, grace, tuple(skip), language=language), files, limits
 
 
 def number(value, name, low, high, allow_zero=False):
@@ -400,11 +403,7 @@ class Door:
                 stream.close()
             except OSError:
                 pass
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        reap(self.process, grace=30)
         self.process = None
 
 
@@ -414,7 +413,7 @@ def request_frames(job, scratch_dir, limits):
     if job.probes:
         raise ValueError("job: a door runs an installed assignment's own probes only")
     fields = {"assignment": job.assignment, "cell_timeout": job.cell_timeout, "grace": job.grace,
-              "skip": list(job.skip),
+              "skip": list(job.skip), "language": job.language,
               "limits": {f.name: getattr(limits, f.name) for f in dataclasses.fields(Limits) if f.name != "uid"}}
     frames = [(REQUEST, json.dumps(fields).encode("utf-8"))]
     for name in FILE_LIMITS:

@@ -37,7 +37,8 @@ class NotebookRun:
 class RunnerJob:
     """What the runner is asked to do besides reading the scratch folder: a name and numbers, no code.
 
-    ``probes``: a module other than ``attnkit_assignments.<assignment>.probes`` (tests only; a door refuses it).
+    ``probes``: a module other than ``attnkit_assignments.<assignment>.probes`` (tests only; a door refuses it);
+    ``language``: the hand-in's edition ('en', 'fr', 'zh'), which the checks print their messages in.
     """
 
     assignment: str = None
@@ -45,6 +46,7 @@ class RunnerJob:
     grace: float = runner.STUCK_GRACE
     skip: tuple = ()
     probes: str = None
+    language: str = None
 
     def argv(self):
         """The runner's command line inside the sandbox."""
@@ -56,21 +58,26 @@ class RunnerJob:
             argv += ["--probes", self.probes]
         if self.skip:
             argv += ["--skip", ",".join(str(n) for n in self.skip)]
+        if self.language:
+            argv += ["--language", self.language]
         return argv
 
 
 def run_notebook(sandbox, notebook, scratch_dir, assignment=None, inputs=None, limits=None, probes=None,
-                 expected=None, cell_timeout=runner.CELL_TIMEOUT, skip=(), grace=runner.STUCK_GRACE):
+                 expected=None, cell_timeout=runner.CELL_TIMEOUT, skip=(), grace=runner.STUCK_GRACE, language=None):
     """Run ``notebook`` (a path) with the runner through ``sandbox`` (a launcher, see the module's docstring)
     over ``scratch_dir`` (its inputs are written there; nothing comes back through it).
 
     ``inputs``: the probe inputs (channel.write_inputs); ``expected``: the release's {grade_id: cell_type}
     (runner.expected_cells) for remarks on deleted and retyped cells; ``probes``: a module other than
     attnkit_assignments.<assignment>.probes (it must be importable in the sandbox); ``skip``: cell numbers not to run;
-    ``grace``: seconds a cell may ignore its timeout before the runner ends itself.
+    ``grace``: seconds a cell may ignore its timeout before the runner ends itself; ``language``: what the
+    checks print their messages in (the hand-in's edition; None: the runner's default, English).
     """
     scratch_dir = prepare(scratch_dir, notebook, inputs, expected)
-    job = RunnerJob(assignment, float(cell_timeout), float(grace), tuple(int(n) for n in skip), probes)
+    if language is not None and language not in runner.LANGUAGES:
+        raise ValueError(f"language: expected one of {runner.LANGUAGES}, got {language!r}")
+    job = RunnerJob(assignment, float(cell_timeout), float(grace), tuple(int(n) for n in skip), probes, language)
     result = sandbox.launch(job, scratch_dir, limits or sandbox.limits)
     return interpret(result, assignment, cell_timeout)
 
