@@ -1,4 +1,4 @@
-"""The French lectures follow French typography: no line may break before : ; ! ? » or after «.
+"""The French lectures and assignment editions follow French typography: no line may break before : ; ! ? » or after «.
 
 French sets a space before the high punctuation marks and inside guillemets. An ordinary space there lets
 the browser break the line and start the next one with a lone « ? » or « » »; the space must be a no-break
@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FRENCH = sorted((ROOT / "course" / "fr").glob("*.ipynb"))
+LECTURES = sorted((ROOT / "course" / "fr").glob("*.ipynb"))
+EDITIONS = sorted((ROOT / "translations").glob("*_fr/*.ipynb"))      # release/*_fr is generated from them
+FRENCH = LECTURES + EDITIONS
 NO_BREAK = "\u00a0\u202f"
 # Code blocks and spans, display and inline formulas, link targets, HTML tags, URLs: not prose.
 NOT_PROSE = re.compile(r"```.*?```|`[^`\n]*`|(?<!\\)\$\$.+?(?<!\\)\$\$|(?<!\\)\$.+?(?<!\\)\$|\]\([^)]*\)|<[^>\n]+>"
@@ -45,17 +47,17 @@ def typography_problems(markdown):
     return problems
 
 
-@pytest.mark.parametrize("path", FRENCH, ids=lambda p: p.name)
-def test_french_lecture_uses_no_break_spaces(path):
+@pytest.mark.parametrize("path", FRENCH, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_french_notebook_uses_no_break_spaces(path):
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     problems = [f"cell {index}: {problem}" for index, cell in enumerate(cells) if cell["cell_type"] == "markdown"
                 for problem in typography_problems("".join(cell["source"]))]
-    assert not problems, (f"course/fr/{path.name}: {len(problems)} places break French typography "
+    assert not problems, (f"{path.relative_to(ROOT)}: {len(problems)} places break French typography "
                           f"(cells count from 0):\n  " + "\n  ".join(problems[:30]))
 
 
-def test_there_are_french_lectures():
-    assert len(FRENCH) == 4, [p.name for p in FRENCH]
+def test_there_are_french_lectures_and_assignment_editions():
+    assert len(LECTURES) == 4 and len(EDITIONS) == 2, [p.name for p in FRENCH]
 
 
 def test_ordinary_spaces_and_line_breaks_are_reported():

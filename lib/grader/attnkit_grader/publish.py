@@ -126,8 +126,10 @@ are translated. Each assignment comes in the three languages too: `release/{firs
 `release/{first}_fr/` (French), `release/{first}_zh/` (Chinese), and likewise for
 every other assignment; on a course's JupyterHub, *Assignment List* offers the three. Work in one of them and
 hand in that one: they are the same assignment, graded by the same checks for the same points, whichever
-language you choose (the checks' own messages are in English). If you hand in twice, in two languages, the
-later hand-in counts.
+language you choose. The checks print their messages in the language of the folder you work in (French in
+`_fr`, Chinese in `_zh`; `import attnkit; attnkit.set_language("en")` in a cell of your own switches), and the
+grader's feedback comes back in the language of the edition you handed in. If you hand in twice, in two
+languages, the later hand-in counts.
 
 JupyterLab itself speaks French and Chinese too (its language packs are installed above): in the menu bar,
 *Settings → Language*, then *French (France) - Français (France)* or *Chinese (Simplified, China) - 中文 (简体,
