@@ -428,16 +428,6 @@ def kill_group(process, status):
             pass
 
 
-def reap(process, grace):
-    """Wait up to ``grace`` seconds for ``process`` to end by itself (its input closed), then kill it; always
-    collect its exit status, so no zombie is left."""
-    try:
-        process.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
 def wait_for_namespace_end(init_pid, timeout=5.0):
     """Wait (briefly) until the sandbox's init is gone or a zombie: by then its PID namespace is empty.
 

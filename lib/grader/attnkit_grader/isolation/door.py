@@ -43,9 +43,10 @@ from pathlib import Path
 
 from attnkit_sandbox import channel, runner
 
-from .bwrap import SandboxResult, reap
+from .bwrap import SandboxResult
 from . import slots
 from .limits import Limits, worker_uid
+from .reaping import reap
 
 DOOR_VARIABLE = "ATTNKIT_SANDBOX_DOOR"   # the door program, for the grading process (set by PREFIX/bin/attnkit)
 MAGIC = b"attnkit-door/1"

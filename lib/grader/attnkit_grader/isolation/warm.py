@@ -45,9 +45,10 @@ from pathlib import Path
 from attnkit_sandbox import zygote
 
 from . import seccomp as syscall_filter
-from .bwrap import (CHANNEL, JAIL, SCRATCH, Sandbox, SandboxResult, SandboxUnavailable, collect, finish, reap,
+from .bwrap import (CHANNEL, JAIL, SCRATCH, Sandbox, SandboxResult, SandboxUnavailable, collect, finish,
                     namespace_args, record_exit, tool_path)
 from .cgroups import Cgroup
+from .reaping import reap
 
 # besides the cold sandbox's: the jobs' namespaces and mounts, and their loopback's flags
 ZYGOTE_CAPABILITIES = ("CAP_SYS_ADMIN", "CAP_NET_ADMIN")
