@@ -20,7 +20,7 @@ import pytest
 import torch
 
 import attnkit.checking as checking
-from attnkit_grader import catalogue, teaching
+from attnkit_grader import catalogs, catalogue, teaching
 from attnkit_grader.authoring import Bug
 from attnkit_grader.judging import registry, variants
 
@@ -89,6 +89,12 @@ def test_a_known_bug_costs_the_checks_it_breaks_is_seen_by_the_student_and_named
         unnamed = [g for g, named in result.named_in(side).items() if not named]
         assert not unnamed, f"no failed check names the bug in the {side} in {unnamed}: {getattr(result, side)}"
     assert not result.unnamed, f"checks of the values fail with the bug's results without naming it: {result.unnamed}"
+    # every word of the feedback can reach a French or Chinese student: each failed check's name and message
+    # are messages of a catalog (the assignment's, the grader's or the student package's), no English is
+    # handed in as a plain value
+    untranslated = [(check.id, problem) for check in result.results for problem in catalogs.untranslated(check.message)
+                    + ([] if check.name in catalogs.known_messages() else [f"its name {check.name!r}"])]
+    assert not untranslated, untranslated
     assert catalogue.plain(assignment, bug) == result.points, "plain nbgrader and the sandboxed grader disagree"
 
 

@@ -1,7 +1,8 @@
 """nbgrader's feedback page, finished by attnkit_grader.offline, read in Chromium with the network off and scripts off
 (as JupyterLab's HTML viewer shows an untrusted page): every formula drawn, no request made, no verdict line cut at the
 right edge. The page is nbgrader's own feedback template over problem set 2's solved release, with one failing
-check's line as the grader writes it. Screenshot: build/browser-artifacts/feedback-offline.png.
+check's line as the grader writes it. Then the same page for a hand-in of the Chinese edition, its verdicts judged
+on a known mistake, read in Chinese. Screenshots: build/browser-artifacts/feedback-offline.png, feedback-zh.png.
 """
 
 import os
@@ -21,9 +22,9 @@ VERDICT = ("FAIL [0/1] relative_position_index(4, 6, 2) is the matrix shown in t
            "so every distance has the wrong sign\n")
 
 
-def nbgrader_feedback_page():
+def nbgrader_feedback_page(verdict=VERDICT):
     """The HTML nbgrader's generate_feedback writes for the solved release of problem set 2 (its template, its
-    preprocessors' resources), the first test cell's output a failing verdict."""
+    preprocessors' resources), the first test cell's output ``verdict`` (a failing one)."""
     notebook = nbformat.read(ROOT / "examples" / "example_class" / "ref_solution" / "ps2_relative_pe" /
                              "ps2_relative_pe.ipynb", as_version=4)
     for cell in notebook.cells:
@@ -31,7 +32,7 @@ def nbgrader_feedback_page():
         if meta.get("grade"):
             meta["score"] = meta["points"]
         if meta.get("grade_id") == "test_index":
-            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=VERDICT)]
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=verdict)]
     templates = os.path.join(os.path.dirname(nbgrader.__file__), "server_extensions", "formgrader")
     config = Config()
     config.HTMLExporter.template_name = "feedback"
@@ -76,3 +77,39 @@ def test_the_finished_feedback_page_is_complete_in_chromium_with_no_network_and_
     finally:
         context.close()
     assert [url for url in requests if not url.startswith("file://")] == []
+
+
+def test_a_chinese_hand_ins_feedback_page_reads_in_chinese(tmp_path, browser):
+    """nbgrader's page of a hand-in from ps2_relative_pe_zh as attnkit release-feedback hands it back: under the
+    index's test cell, the grader's verdicts on the catalogue's i - j mistake, written in Chinese (the frame, each
+    check's name, the known mistake's explanation), no English sentence of the grader left."""
+    from attnkit import i18n
+    from attnkit_grader import catalogue
+    from attnkit_grader.autograded_notebook import verdict_lines
+    from attnkit_grader.feedback import translations
+    from attnkit_grader.judging import registry, variants
+
+    manifest = registry.get("ps2_relative_pe")
+    bug = next(b for b in manifest.bugs if b.name == "index_i_minus_j")
+    checks = catalogue.graded(manifest.name, variants.variant(manifest, bug))["test_index"]
+    assert not all(check.passed for check in checks)
+    verdict = verdict_lines(checks, sum(check.max_points for check in checks), "zh", manifest.name)
+    text, _ = offline.finish(nbgrader_feedback_page(verdict))
+    path = tmp_path / "ps2_relative_pe.html"
+    path.write_text(text, encoding="utf-8")
+    context = browser.new_context(java_script_enabled=False, offline=True, viewport={"width": 900, "height": 1000})
+    try:
+        page = context.new_page()
+        page.goto(path.as_uri())
+        shown_verdict = page.locator("pre", has_text="由评分程序在 notebook 之外检查")
+        shown_verdict.scroll_into_view_if_needed()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "feedback-zh.png"))
+        shown = shown_verdict.inner_text()
+    finally:
+        context.close()
+    zh = translations("zh", manifest.name).gettext
+    assert "未通过" in shown and i18n.translate(bug.says, "zh") in shown, shown
+    assert all(zh(check.name) in shown and zh(check.name) != check.name for check in checks), shown
+    for english in ("Checked by the grader", "FAILED", "passed", bug.says, "known mistake"):
+        assert english not in shown, english

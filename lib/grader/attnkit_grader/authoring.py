@@ -14,7 +14,9 @@ assignment importing it closes no loop; ``tests/test_layout.py`` checks that, dy
 - :class:`Spec`: one check of the grader (a test cell's probe, points, kind and how it is decided), and
   the comparison helpers its decide functions use (:class:`Fail`, :func:`close`, :func:`expect`, ...). A
   failure's message is data: a template and its named values (``expect(ok, "found {count}", count=n)``,
-  :func:`sentence` for a ``what``), rendered where it is read, in the reader's language once translated.
+  :func:`sentence` for a ``what``), rendered where it is read, in the reader's language: the assignment's
+  folder holds its translations (``locale/``; ``python -m attnkit_grader.catalogs extract`` finds every sentence
+  handed to these helpers, and ``N_("...")`` marks one kept in a variable first).
 - :class:`Bug`: one known mistake of the catalogue, as edits of the reference solution.
 - :func:`run`: the hidden part of a test cell under plain nbgrader (an assignment's ``hidden.py``).
 - :func:`raised`: the name of the exception a call raises (mutation testing's ``behaviour``).
@@ -28,12 +30,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from attnkit.i18n import N_
+
 from .judging.compare import (Fail, Outputs, as32, as_tensor, close, equal, expect, fmt, scaled, sentence, shape_text,
                               tolerance)
 from .judging.in_kernel import run
 from .results import Message
 
-__all__ = ["Assignment", "Bug", "Fail", "KINDS", "Message", "Outputs", "Spec", "as32", "as_tensor", "close", "equal",
+__all__ = ["Assignment", "Bug", "Fail", "KINDS", "Message", "N_", "Outputs", "Spec", "as32", "as_tensor", "close", "equal",
            "expect", "fmt", "raised", "run", "scaled", "sentence", "shape_text", "tolerance"]
 
 # "values": compared with the reference on the grader's inputs; "property": a property of the

@@ -129,18 +129,19 @@ def captured(report, skipped=()):
     return found
 
 
-# The frame of the verdict lines, in the student's language (the grader's catalog); a check's name is the test
-# cell's own text and stays as written, its message is rendered from its template like the feedback page's.
+# The frame of the verdict lines, in the student's language (the grader's catalog); a check's name and message are
+# rendered like the feedback page's (the assignment's own catalog: see feedback.translations).
 CHECKED = N_("Checked by the grader outside the notebook: {earned} / {points} points")
 NO_CHECK = N_("no automatic check ran for this cell")
 PASSED, FAILED = N_("passed"), N_("FAILED")
 KIND_NAMES = {"values": N_("values"), "structure": N_("structure"), "property": N_("property")}
 
 
-def verdict_lines(checks, max_points, language=ENGLISH):
-    """What the formgrader and nbgrader's feedback page show under a test cell: the judge's checks (CheckResults),
-    never test code, in ``language`` (the hand-in's edition: :func:`~attnkit_grader.feedback.language`)."""
-    gettext = feedback.translations(language).gettext
+def verdict_lines(checks, max_points, language=ENGLISH, assignment=None):
+    """What the formgrader and nbgrader's feedback page show under a test cell: the judge's checks (CheckResults)
+    of ``assignment``, never test code, in ``language`` (the hand-in's edition:
+    :func:`~attnkit_grader.feedback.language`)."""
+    gettext = feedback.translations(language, assignment).gettext
     translate = None if language == ENGLISH else gettext
     earned = sum(check.points for check in checks)
     lines = [gettext(CHECKED).format(earned=f"{earned:g}", points=f"{max_points:g}")]
@@ -148,7 +149,7 @@ def verdict_lines(checks, max_points, language=ENGLISH):
         lines.append(gettext(NO_CHECK))
     for check in checks:
         text = f"{gettext(PASSED if check.passed else FAILED)} {check.points:g}/{check.max_points:g} " \
-               f"[{gettext(KIND_NAMES[check.kind])}] {plain_text(check.name)}"
+               f"[{gettext(KIND_NAMES[check.kind])}] {plain_text(gettext(check.name) if check.name else '')}"
         lines.append(text + (f": {plain_text(check.text(translate))}" if check.message else ""))
     return clipped("\n".join(lines) + "\n", OUTPUT_CHARS)
 
@@ -226,7 +227,8 @@ def notebook(release, data, result, language=ENGLISH):
                 new.outputs = [nbformat.v4.new_output("stream", name="stdout",
                                                       text=verdict_lines(result.cells[grade_id].checks
                                                                                 if grade_id in result.cells else (),
-                                                                                tests[grade_id], language))]
+                                                                                tests[grade_id], language,
+                                                                                result.assignment))]
             elif cell["cell_type"] == "code":
                 quiet = ends_quietly(source)                  # a value is shown as text, never rich
                 new.outputs = [nbformat.v4.new_output("stream", name="stderr" if name == "stderr" else "stdout",

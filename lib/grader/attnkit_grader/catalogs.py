@@ -1,6 +1,6 @@
 """The translation catalogs of what the kit says to students (gettext, with Babel): extract, update, compile, count.
 
-Two catalogs (gettext domains), French and Chinese each:
+The catalogs (gettext domains), French and Chinese each:
 
 - ``attnkit`` (``lib/attnkit/locale``, in the student wheel): every ``Text("...")``/``N_("...")`` of the student
   package (the checks' messages, the known-mistake frames, CellScoredZero) and the catalogue's explanations of
@@ -8,8 +8,12 @@ Two catalogs (gettext domains), French and Chinese each:
 - ``attnkit_grader`` (``attnkit_grader/locale``): the feedback page's sentences (:mod:`.feedback`), the verdict lines
   of the autograded copy (:mod:`.autograded_notebook`: the formgrader's and nbgrader's feedback page), the judge's
   frames of a diagnosis (:mod:`.judging.engine`, :mod:`.judging.variants`), and the judge's generic comparisons
-  (:mod:`.judging.compare`); an assignment's own hidden-check sentences (its ``checks.py``) are not in it yet
-  and stay English. The feedback page falls back on the first catalog for the messages they share.
+  (:mod:`.judging.compare`);
+- one per assignment (``attnkit_assignments/NAME/locale``, domain ``NAME``): its checks' names and hints and the
+  sentences its check code fails with (:data:`CHECK_KEYWORDS`), so a new assignment brings its own translations
+  in its folder.
+
+The feedback page looks a message up in the grader's catalog, then the assignment's, then the student package's.
 
 ``python -m attnkit_grader.catalogs extract``  each .pot from the code, and each .po updated with the new messages
                                                (untranslated: the catalog test fails until a translator fills them)
@@ -21,6 +25,7 @@ Two catalogs (gettext domains), French and Chinese each:
 any untranslated, fuzzy or unchanged-from-English entry outside :data:`SAME_AS_ENGLISH`.
 """
 
+import functools
 import importlib
 import io
 import re
@@ -52,6 +57,7 @@ class Domain:
     name: str
     locale: Path
     root: Path                       # locations are written relative to it
+    assignment: bool = False         # an assignment's own catalog (its folder's locale/, named after it)
 
     @property
     def template(self):
@@ -69,7 +75,26 @@ class Domain:
 # own sentences, and its judge's frames of a diagnosis, in the grader's catalog.
 STUDENT = Domain(i18n.DOMAIN, PACKAGE / "locale", PACKAGE.parent.parent)
 FEEDBACK = Domain("attnkit_grader", GRADER / "locale", PACKAGE.parent.parent)
-DOMAINS = (STUDENT, FEEDBACK)
+
+
+def _assignment_domains():
+    from .judging import registry
+    return tuple(Domain(name, registry.package_dir() / name / "locale", PACKAGE.parent.parent, assignment=True)
+                 for name in registry.assignments())
+
+
+# Each assignment's own sentences, in its folder (an assignment stays one folder): its checks' names and hints, and
+# the sentences its checks fail with (see _found).
+ASSIGNMENT_DOMAINS = _assignment_domains()
+DOMAINS = (STUDENT, FEEDBACK) + ASSIGNMENT_DOMAINS
+# How an assignment's check code hands the judge a sentence (authoring's API): the argument that is one.
+# (Outputs.integer is left out: make_inputs' own integer(low, high) would be read as one; give its ``what`` as a
+# sentence(...).)
+CHECK_KEYWORDS = {"N_": None, "sentence": (1,), "Fail": (1,), "expect": (2,), "close": (4,), "equal": (3,),
+                  "floats": (3,), "native": (3,)}
+# Modules of an assignment folder that hold no sentence a student reads: the reference solution, the catalogue
+# (its explanations are the student catalog's), and what only instructors and tests run.
+NOT_STUDENT_TEXT = {"reference.py", "bugs.py", "mutation.py", "copies.py", "examples.py", "__init__.py"}
 
 # Messages whose translation may be the English text itself: placeholders and punctuation only, and the names
 # of code. Anything else left as English is a translation not done.
@@ -79,6 +104,8 @@ SAME_AS_ENGLISH = {
     "{message} {hint}",
     "{diagnosis} ({message})",
     "%(score)s / %(points)s points",
+    # names of code an assignment's checks hand in as their "what"
+    "pe(X)", "attention_weights", "relative_position_index({q}, {n}, {k})", "max_distance = 0",
 }
 # Words spelt the same in a language as in English, checked by the translator: {(language, msgid)}.
 SAME_WORD = {("fr", "structure")}
@@ -92,6 +119,17 @@ def _python(path, keywords):
 
 def _found(domain):
     """[(message, file)] of ``domain``, in a stable order."""
+    if domain.assignment:
+        from .judging import registry
+        manifest = registry.get(domain.name)
+        for path in sorted(manifest.folder.glob("*.py")):
+            if path.name not in NOT_STUDENT_TEXT:
+                yield from ((m, path) for m in _python(path, CHECK_KEYWORDS))
+        manifest_file = manifest.folder / "assignment.py"
+        for spec in manifest.checks:                # names, hints and the cases' "what", wherever they are written
+            texts = [spec.name, spec.hint] + [value for key, value in spec.extra if key == "what"]
+            yield from ((text, manifest_file) for text in texts if isinstance(text, str) and text)
+        return
     if domain is STUDENT:
         for path in sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts):
             yield from ((m, path) for m in _python(path, {"Text": None, "N_": None}))
@@ -108,6 +146,36 @@ def _found(domain):
     template = io.BytesIO(feedback.SOURCE.encode("utf-8"))
     for _, _, message, _ in jinja2.ext.babel_extract(template, ("_", "gettext"), (), {}):
         yield (message[0] if isinstance(message, tuple) else message), Path(feedback.__file__)
+
+
+# A value shown as it is, never translated: a student's exception, a lower layer's text (Message.text).
+AS_IT_IS = {"{text}"}
+AS_IT_IS_ARGS = {"error"}                 # "your code raised {error}": the student's exception, as raised
+_WORDS = re.compile(r"[A-Za-z]{2,}[ ,]+[A-Za-z]{2,}")
+
+
+def untranslated(message, known=None):
+    """What of ``message`` (a results.Message, its nested ones included) no catalog can translate: a template
+    that is not a message of any catalog, or plain English handed as a value (words that should have been a
+    :func:`~attnkit_grader.judging.compare.sentence`). [] when all of it reaches the reader's language."""
+    if known is None:
+        known = known_messages()
+    found = []
+    if message.template not in known and message.template not in AS_IT_IS:
+        found.append(f"not in a catalog: {message.template!r}")
+    for name, value in message.args:
+        if hasattr(value, "template"):
+            found += untranslated(value, known)
+        elif (isinstance(value, str) and message.template not in AS_IT_IS and name not in AS_IT_IS_ARGS
+              and _WORDS.search(value)):
+            found.append(f"English handed as the value of {{{name}}} in {message.template!r}: {value!r}")
+    return found
+
+
+@functools.lru_cache(maxsize=1)
+def known_messages():
+    """Every message of every catalog, as the code hands them to gettext."""
+    return frozenset(m for domain in DOMAINS for m in extracted(domain))
 
 
 def extracted(domain=STUDENT):
@@ -152,10 +220,26 @@ def extract(domain=STUDENT):
     for code in TRANSLATED:
         path = domain.po(code)
         path.parent.mkdir(parents=True, exist_ok=True)
-        catalog = read(code, domain) if path.exists() else Catalog(locale=code, domain=domain.name, charset="utf-8")
+        catalog = read(code, domain) if path.exists() else _new_catalog(code, domain)
         catalog.update(template, no_fuzzy_matching=True, update_header_comment=False)
         catalog.obsolete.clear()
         path.write_bytes(_stable(_po_bytes(catalog, ignore_obsolete=True)))
+
+
+TEAMS = {"fr": ("French", "Français"), "zh": ("Chinese", "中文")}
+
+
+def _new_catalog(code, domain):
+    """An empty .po of ``domain`` in language ``code``, with the kit's header."""
+    english, own = TEAMS[code]
+    what = f"assignment {domain.name}'s checks (their names and sentences)" if domain.assignment else domain.name
+    catalog = Catalog(locale=code, domain=domain.name, charset="utf-8", project="attention-kit",
+                   version=attnkit.__version__, last_translator="the attention course kit's translators",
+                   language_team=own, fuzzy=False,
+                   header_comment=f"# {english} translation of {what}.\n# Terms: the course glossary. Written and "
+                                  f"compiled with python -m attnkit_grader.catalogs.")
+    catalog.msgid_bugs_address = ""
+    return catalog
 
 
 def compiled(code, domain=STUDENT):

@@ -200,6 +200,7 @@ class Outcome:
     # checks), and at grading, the feedback page's (check: its id)
     notebook: dict = field(default_factory=dict)
     feedback: dict = field(default_factory=dict)
+    results: list = field(default_factory=list)      # the CheckResults of the failed checks at grading
 
     @property
     def lost(self):
@@ -252,7 +253,8 @@ def outcome(assignment, bug, seed=SEED, root=None):
         notebook={g: [(what, kind, message) for what, _, message, kind in c.results if message is not None]
                   for g, c in seen.items()},
         feedback={g: [(c.id, c.kind, c.text()) for c in checks if not c.passed and not c.text().startswith(
-            engine.UNSUPPORTED)] for g, checks in verdicts.items()})
+            engine.UNSUPPORTED)] for g, checks in verdicts.items()},
+        results=[c for checks in verdicts.values() for c in checks if not c.passed])
 
 
 def write_worked(assignment, root=None):

@@ -81,14 +81,29 @@ def _environment(translations):
     return env.from_string(SOURCE)
 
 
-def translations(language):
+def translations(language, assignment=None):
     """gettext translations for a feedback page in ``language``: the grader's catalog (the page, the judge's
-    frames), then the student package's (the checks' messages, the catalogue's explanations); English: none."""
+    frames), then ``assignment``'s own (its checks' names and hidden-check sentences: :func:`assignment_catalog`),
+    then the student package's (the checks' messages, the catalogue's explanations); English: none."""
     if language == ENGLISH:
         return gettext.NullTranslations()
     grader = gettext.translation("attnkit_grader", LOCALE, languages=[language])
+    own = assignment_catalog(assignment, language) if assignment else None
+    if own is not None:
+        grader.add_fallback(own)
     grader.add_fallback(i18n.catalog(language))
     return grader
+
+
+def assignment_catalog(assignment, language):
+    """The gettext catalog of an installed assignment's own sentences in ``language`` (a fresh copy: fallbacks
+    are added to it), from its folder's ``locale/LANG/LC_MESSAGES/ASSIGNMENT.mo``; None when it has none."""
+    from .judging import registry
+    if assignment not in registry.assignments():
+        return None
+    return gettext.translation(assignment, registry.package_dir() / assignment / "locale", languages=[language],
+                               fallback=False) if (registry.package_dir() / assignment / "locale" / language /
+                                                   "LC_MESSAGES" / f"{assignment}.mo").is_file() else None
 
 
 def language(folder):
@@ -111,9 +126,9 @@ def page(result, cells, show_tests=False, language=ENGLISH):
 
     ``result``: the submission's :class:`~attnkit_grader.results.SubmissionResult` (its cells, checks and
     issues); ``cells``: the release's graded cells [(grade_id, kind, max points, visible source)] in notebook
-    order. A check's name is the test cell's own text, the same in every edition: it stays as written.
+    order. A check's name is the grader's (the assignment's ``Spec``), translated by the assignment's catalog.
     """
-    found = translations(language)
+    found = translations(language, result.assignment)
     translate = None if language == ENGLISH else found.gettext
     pending = found.gettext(i18n.N_("pending"))
     scores = result.scores()
@@ -126,7 +141,8 @@ def page(result, cells, show_tests=False, language=ENGLISH):
             "grade_id": grade_id, "score": number(score, pending), "max_points": number(max_points),
             "written": kind == "written", "unanswered": score == 0,
             "source": source if show_tests and kind != "written" else None,
-            "checks": [{"name": c.name, "points": number(c.points), "max_points": number(c.max_points),
+            "checks": [{"name": found.gettext(c.name) if c.name else "", "points": number(c.points),
+                        "max_points": number(c.max_points),
                         "passed": c.passed, "message": c.text(translate)} for c in checks],
         })
     return _environment(found).render(

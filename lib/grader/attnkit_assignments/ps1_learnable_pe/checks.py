@@ -11,7 +11,7 @@ manifest.
 import numpy as np
 import torch
 
-from attnkit_grader.authoring import Spec, as_tensor, close, expect, fmt, scaled, sentence, shape_text, tolerance
+from attnkit_grader.authoring import N_, Spec, as_tensor, close, expect, fmt, scaled, sentence, shape_text, tolerance
 
 from .reference import LearnablePositionalEncoding as ReferencePE
 
@@ -27,16 +27,14 @@ def _reference_pe(sizes, table, X):
     return results
 
 
-NOT_A_PARAMETER = ("a table stored with register_buffer or as a plain tensor attribute is not an nn.Parameter: "
-                   "the optimizer never sees it")
-
-
 def _parameter_shapes(got, shape, default=False):
-    count = got.integer("count", "the number of parameters")
+    count = got.integer("count", sentence("the number of parameters"))
     shapes = got.native("shapes", None, "the parameter shapes")
     listed = [tuple(int(s) for s in row if s >= 0) for row in shapes.reshape(-1, 4)[:count]] \
         if shapes.ndim == 2 and shapes.shape[1] == 4 and shapes.dtype.kind in "iu" else []
-    expect(count != 0, "the module should have exactly one parameter (the table), found 0; " + NOT_A_PARAMETER)
+    expect(count != 0, "the module should have exactly one parameter (the table), found 0; a table stored with "
+                       "register_buffer or as a plain tensor attribute is not an nn.Parameter: the optimizer never "
+                       "sees it")
     expect(count == 1 or not listed, "the module should have exactly one parameter (the table), found {count} with "
                                      "shapes {shapes}", count=count, shapes=", ".join(map(shape_text, listed)))
     expect(count == 1, "the module should have exactly one parameter (the table), found {count}", count=count)
@@ -128,7 +126,7 @@ def _check_too_long(case, got):
     close(boundary, ref64, max(tolerance(ref32, ref64), scaled(ref64, 1e-6)),
           sentence("pe(X) with n = max_len = {max_len} (an edge case: the longest input allowed must work)",
                    max_len=p["max_len"]))
-    outcome = got.integer("outcome", "what happened with n = max_len + 1")
+    outcome = got.integer("outcome", sentence("what happened with n = max_len + 1"))
     what = sentence("pe(X) with {n} positions, max_len={max_len}", n=p["max_len"] + 1, max_len=p["max_len"])
     expect(outcome != 0, "{what}: expected ValueError, but it returned an output", what=what)
     expect(outcome == 1, "{what}: expected ValueError, got another exception (check n > max_len yourself and raise "
@@ -139,8 +137,8 @@ def _check_pe_parity(case, got):
     p, a = case["params"], case["arrays"]
     for index, (batch, num_steps, num_hiddens, max_len) in enumerate(p["cases"]):
         X = a[f"X_{index}"]
-        template = ("output for X of shape {shape}, max_len={max_len} (an edge case: num_hiddens = 1)"
-                    if num_hiddens == 1 else "output for X of shape {shape}, max_len={max_len}")
+        template = (N_("output for X of shape {shape}, max_len={max_len} (an edge case: num_hiddens = 1)")
+                    if num_hiddens == 1 else N_("output for X of shape {shape}, max_len={max_len}"))
         what = sentence(template, shape=shape_text(X.shape), max_len=max_len)
         out = got.floats(f"output_{index}", X.shape, what)
         ref64, ref32 = _reference_pe({"num_hiddens": num_hiddens, "max_len": max_len}, a[f"table_{index}"], X)

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import torch
 
-from attnkit_grader.authoring import (Spec, as32, as_tensor, close, equal, expect, fmt, scaled, sentence, shape_text,
+from attnkit_grader.authoring import (N_, Spec, as32, as_tensor, close, equal, expect, fmt, scaled, sentence, shape_text,
                                        tolerance)
 
 from .checks_causal import (_check_causal_agree, _check_causal_mask, _check_causal_parity, _check_causal_shapes,
@@ -162,9 +162,9 @@ def _check_tables(case, got):
 def _check_output_shape(case, got):
     output_shape, _ = _attention_shapes(case)
     a = case["arrays"]
-    template = "the output of self-attention with {queries} queries and {keys} keys" \
+    template = N_("the output of self-attention with {queries} queries and {keys} keys") \
         if a["queries"].shape == a["keys"].shape and (a["queries"] == a["keys"]).all() \
-        else "the output of cross-attention with {queries} queries and {keys} keys"
+        else N_("the output of cross-attention with {queries} queries and {keys} keys")
     got.floats("output", output_shape, sentence(template, queries=a["queries"].shape[1], keys=a["keys"].shape[1]))
 
 
@@ -209,6 +209,7 @@ def _check_attention_parity(case, got):
     even when the values are combined wrongly afterwards)."""
     p, a = case["params"], case["arrays"]
     what, compare = case["what"], case.get("compare", "both")
+    what = sentence(what)                       # the Spec's own words (the catalog holds them, from the manifest)
     output_shape, weights_shape = _attention_shapes(case)
     (out64, w64), (out32, w32) = _run_reference(p, a, a["queries"], a["keys"], a["values"], a.get("valid_lens"))
     if compare != "weights":
@@ -235,7 +236,8 @@ def _reference_gradients(params, arrays):
 def _check_gradient(case, got):
     p, a = case["params"], case["arrays"]
     for name, (grad64, grad32) in _reference_gradients(p, a).items():
-        expect(got.integer(f"{name}_is_parameter", sentence("whether {name} is a parameter", name=name)) == 1,
+        is_parameter = got.integer(f"{name}_is_parameter", sentence("whether {name} is a parameter", name=name))
+        expect(is_parameter == 1,
                 "{name} is not among the module's parameters (a buffer or a plain tensor): the optimizer would never "
                 "update it; make it an nn.Parameter or an nn.Embedding", name=name)
         grad = got.floats(f"{name}_grad", grad64.shape, sentence("the gradient of {name}", name=name))
@@ -353,9 +355,9 @@ def _check_skew_shape(case, got):
 def _check_skew_values(case, got):
     for key, X in sorted(case["arrays"].items(), key=lambda item: (-item[1].size, item[0])):   # largest first
         L = X.shape[-1]
-        template = {"example": "skew(X) on and below the diagonal, X of shape {shape} (the exercise's example)",
-                    "one": "skew(X), X of shape {shape} (an edge case: L = 1, where S = X)"}.get(
-                        key, "skew(X) on and below the diagonal, X of shape {shape}")
+        template = {"example": N_("skew(X) on and below the diagonal, X of shape {shape} (the exercise's example)"),
+                    "one": N_("skew(X), X of shape {shape} (an edge case: L = 1, where S = X)")}.get(
+                        key, N_("skew(X) on and below the diagonal, X of shape {shape}"))
         what = sentence(template, shape=shape_text(X.shape))
         out = _skew_output(got, f"output_{key}", X, what)
         want = reference_skew(as_tensor(as32(X))).numpy()

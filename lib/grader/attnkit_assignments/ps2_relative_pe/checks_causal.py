@@ -5,7 +5,7 @@ import math
 import numpy as np
 import torch
 
-from attnkit_grader.authoring import as32, as_tensor, close, expect, scaled, sentence, tolerance
+from attnkit_grader.authoring import N_, as32, as_tensor, close, expect, scaled, sentence, tolerance
 
 from .reference import causal_relative_attention_naive as reference_causal
 
@@ -41,8 +41,8 @@ def _check_causal_mask(case, got):
 def _check_causal_agree(case, got):
     a = case["arrays"]
     output_shape, weights_shape = _causal_shapes(a)
-    got_ = {key: got.floats(key, shape, sentence("{function}: {part}", function=_NAMES[key.split("_")[0]],
-                                                  part=key.split("_")[1]))
+    got_ = {key: got.floats(key, shape, sentence(_WORKED_WHAT[key.split("_")[1], ""],
+                                                  function=_NAMES[key.split("_")[0]]))
             for key, shape in (("naive_output", output_shape), ("naive_weights", weights_shape),
                                ("skewed_output", output_shape), ("skewed_weights", weights_shape))}
     close(got_["skewed_weights"], got_["naive_weights"], 1e-5, "skewed weights vs naive weights")
@@ -81,9 +81,9 @@ def _check_causal_parity(case, got):
         close(out, out64, tolerance(out32, out64), what)
 
 
-_WORKED_WHAT = {("weights", ""): "{function}: weights", ("output", ""): "{function}: output",
-                ("weights", "_one"): "{function}: weights for L = 1 (an edge case)",
-                ("output", "_one"): "{function}: output for L = 1 (an edge case)"}
+_WORKED_WHAT = {("weights", ""): N_("{function}: weights"), ("output", ""): N_("{function}: output"),
+                ("weights", "_one"): N_("{function}: weights for L = 1 (an edge case)"),
+                ("output", "_one"): N_("{function}: output for L = 1 (an edge case)")}
 
 
 def _check_causal_worked(case, got):
@@ -120,10 +120,11 @@ def _check_memory(case, got):
     L, d = p["length"], p["head_dim"]
     rows = [int(i) for i in a["rows"]]
     shapes = got.native("shapes", (2, 3), "the shapes of output and weights")
-    expect(shapes.dtype.kind in "iu" and shapes.tolist() == [[1, L, d], [1, L, L]],
-            "at L = {length}, head_dim = {d}: output should have shape (1, {length}, {d}) and weights (1, {length}, "
-            "{length}), got {shapes}",
-            length=L, d=d, shapes=shapes.tolist() if shapes.dtype.kind in "iu" else sentence("something else"))
+    integers = shapes.dtype.kind in "iu"
+    found = shapes.tolist() if integers else sentence("something else")
+    right = integers and found == [[1, L, d], [1, L, L]]
+    expect(right, "at L = {length}, head_dim = {d}: output should have shape (1, {length}, {d}) and weights "
+                  "(1, {length}, {length}), got {shapes}", length=L, d=d, shapes=found)
     out = got.floats("output_rows", (len(rows), d), sentence("output rows at L = {length}", length=L))
     weights = got.floats("weight_rows", (len(rows), L), sentence("weight rows at L = {length}", length=L))
     out64, w64 = _memory_reference_rows(a, rows, np.float64)

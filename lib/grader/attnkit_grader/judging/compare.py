@@ -4,7 +4,8 @@ Every check function of an assignment (``attnkit_assignments.<name>.checks``) re
 ``Outputs``, reads arrays from it (validated before any arithmetic) and raises ``Fail`` with a sentence
 for the student when the numbers do not satisfy it. The sentence is data (a :class:`~..results.Message`: a
 template and its named values, ``Fail("{what} contains NaN or inf", what=...)``), rendered where it is read.
-A ``what`` (what was computed, e.g. "pe(X) with a known table") is a Message or plain text.
+A ``what`` (what was computed, e.g. "pe(X) with a known table") is a Message or an English sentence, which
+becomes one (:func:`sentence`), so that it is translated with the rest (the assignment's own catalog).
 """
 
 import numpy as np
@@ -50,6 +51,7 @@ class Outputs:
         self.read = []           # the keys a check asked for, in order (the diagnosis compares those)
 
     def _raw(self, key, shape, what):
+        what = sentence(what)
         if key not in self.read:
             self.read.append(key)
         value = self.arrays.get(key)
@@ -101,6 +103,7 @@ def scaled(reference, relative):
 def close(actual, expected, atol, what):
     """|actual - expected| <= atol everywhere (same shape already checked); the message shows the worst."""
     expected = np.asarray(expected, dtype=np.float64)
+    what = sentence(what)
     if actual.size == 0:
         return
     error = np.abs(actual - expected)
@@ -115,6 +118,7 @@ def close(actual, expected, atol, what):
 def equal(actual, expected, what):
     """Exact equality of values (same shape already checked); the message shows the first difference."""
     expected = np.asarray(expected)
+    what = sentence(what)
     same = actual == expected
     if not same.all():
         index = tuple(int(i) for i in np.argwhere(~same)[0])

@@ -29,7 +29,7 @@ from attnkit.i18n import N_
 
 from ..results import CheckResult, Message
 from . import variants
-from .compare import Fail, Outputs
+from .compare import Fail, Outputs, sentence
 
 __all__ = ["UNSUPPORTED", "decide", "judge", "scores", "without_hint"]
 
@@ -73,7 +73,7 @@ HINTED = N_("{message} {hint}")
 
 
 def _with_hint(message, spec):
-    return Message.make(HINTED, message=message, hint=spec.hint) if spec.hint else message
+    return Message.make(HINTED, message=message, hint=sentence(spec.hint)) if spec.hint else message
 
 
 def without_hint(message):
