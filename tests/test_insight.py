@@ -194,3 +194,40 @@ def test_the_site_rendering_links_the_course_and_not_the_feedback(run):
     assert 'href="../lectures/03_positional_encoding.html#8-preview-learned-and-relative-encodings"' in body
     assert "feedback/_anonymous" not in body and 'class="example"' in body
     assert "Français" in body and "中文" in body                     # a column per language
+
+
+def test_the_report_is_in_the_language_the_instructor_sets(run, monkeypatch, capsys):
+    """ATTNKIT_REPORT_LANG=fr: the page's sentences, a check's name (the assignment's catalog) and a mistake's
+    explanation (the catalogue's) in French, and the anonymised copies too; zh in Chinese; unset: English; any
+    other value is refused before grading, naming the variable."""
+    from markupsafe import escape
+
+    from attnkit import i18n
+    from attnkit_grader.cli import main
+    from attnkit_grader.feedback import translations
+
+    course, graded, reports = run
+    reports.mkdir()
+    trainable = next(spec["name"] for spec in registry.describe(PS1) if spec["id"] == "pe_trainable")
+    frozen = CATALOGUE["table_frozen"].says
+    said = {"fr": ("Ce que la classe a manqué", "Les erreurs classées selon les points qu'elles coûtent à la classe"),
+            "zh": ("全班出错的地方", "按全班失分排序的错误")}
+    for language, sentences in said.items():
+        monkeypatch.setenv(render.REPORT_VARIABLE, language)
+        write_html(course, graded, reports / "insight.html")
+        html = (reports / "insight.html").read_text(encoding="utf-8")
+        assert f'<html lang="{language}">' in html and all(s in html for s in sentences)     # trusted: not escaped
+        assert str(escape(translations(language, PS1).gettext(trainable))) in html and str(escape(trainable)) not in html
+        assert str(escape(i18n.translate(frozen, language))) in html and str(escape(frozen)) not in html
+        for english in ("What the class got wrong", "Mistakes ranked", "Where the course teaches it", "points lost"):
+            assert english not in html, (language, english)
+        copy = next((reports / "feedback" / "_anonymous").rglob("*.html")).read_text(encoding="utf-8")
+        assert f'<html lang="{language}">' in copy
+    monkeypatch.delenv(render.REPORT_VARIABLE)
+    write_html(course, graded, reports / "insight.html")
+    assert "What the class got wrong" in (reports / "insight.html").read_text(encoding="utf-8")
+    monkeypatch.setenv(render.REPORT_VARIABLE, "de")
+    with pytest.raises(ValueError, match="ATTNKIT_REPORT_LANG: expected one of en, fr, zh, got 'de'"):
+        write_html(course, graded, reports / "insight.html")
+    assert main(["--root", str(course.root), "grade", PS1]) == 2
+    assert "ATTNKIT_REPORT_LANG" in capsys.readouterr().err

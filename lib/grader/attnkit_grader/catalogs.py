@@ -5,7 +5,8 @@ The catalogs (gettext domains), French and Chinese each:
 - ``attnkit`` (``lib/attnkit/locale``, in the student wheel): every ``Text("...")``/``N_("...")`` of the student
   package (the checks' messages, the known-mistake frames, CellScoredZero) and the catalogue's explanations of
   known mistakes (each assignment's ``bugs.BUGS``, whose ``says`` the worked cases ship to the notebook);
-- ``attnkit_grader`` (``attnkit_grader/locale``): the feedback page's sentences (:mod:`.feedback`), the verdict lines
+- ``attnkit_grader`` (``attnkit_grader/locale``): the feedback page's sentences (:mod:`.feedback`), the insight
+  report's (:mod:`.insight`: the instructor's, in ``ATTNKIT_REPORT_LANG``), the verdict lines
   of the autograded copy (:mod:`.autograded_notebook`: the formgrader's and nbgrader's feedback page), the judge's
   frames of a diagnosis (:mod:`.judging.engine`, :mod:`.judging.variants`), and the judge's generic comparisons
   (:mod:`.judging.compare`);
@@ -108,7 +109,7 @@ SAME_AS_ENGLISH = {
     "pe(X)", "attention_weights", "relative_position_index({q}, {n}, {k})", "max_distance = 0",
 }
 # Words spelt the same in a language as in English, checked by the translator: {(language, msgid)}.
-SAME_WORD = {("fr", "structure")}
+SAME_WORD = {("fr", "structure"), ("fr", "points"), ("fr", "Points"), ("fr", "%(points)s points")}
 
 
 def _python(path, keywords):
@@ -138,14 +139,17 @@ def _found(domain):
             shipped = PACKAGE / "worked" / f"{path.parent.name}.json"   # where the student's copy comes from:
             yield from ((bug.says, shipped) for bug in bugs.BUGS)     # no grader path in the student edition
         return
-    from . import autograded_notebook, feedback
+    from . import autograded_notebook, feedback, insight
+    from .insight import render
     from .judging import compare, engine, variants
-    for module in (engine, variants, feedback, compare, autograded_notebook):
+    for module in (engine, variants, feedback, compare, autograded_notebook, render, insight):
         yield from ((m, Path(module.__file__)) for m in _python(module.__file__, {"N_": None, "make": None,
-                                                                                  "Fail": None, "sentence": None}))
-    template = io.BytesIO(feedback.SOURCE.encode("utf-8"))
-    for _, _, message, _ in jinja2.ext.babel_extract(template, ("_", "gettext"), (), {}):
-        yield (message[0] if isinstance(message, tuple) else message), Path(feedback.__file__)
+                                                                                  "Fail": None, "sentence": None,
+                                                                                  "_": None}))
+    for source, module in ((feedback.SOURCE, feedback), (render.BODY_SOURCE, render), (render.PAGE_SOURCE, render)):
+        template = io.BytesIO(source.encode("utf-8"))
+        for _, _, message, _ in jinja2.ext.babel_extract(template, ("_", "gettext"), (), {}):
+            yield (message[0] if isinstance(message, tuple) else message), Path(module.__file__)
 
 
 # A value shown as it is, never translated: a student's exception, a lower layer's text (Message.text).

@@ -43,6 +43,7 @@ from . import offline
 from .autograders.base import BatchInterrupted
 from .course import Course
 from .exchange import TOLERANCE, collect, release_feedback
+from .insight.render import report_language
 from .pipeline import GRADERS, demo, grade
 from .publish import student_edition
 from .scaffold import new_assignment
@@ -233,6 +234,7 @@ def run_release(args):
 
 
 def run_grade(args):
+    report_language()                       # a wrong ATTNKIT_REPORT_LANG stops here, before any grading
     course = Course(args.root or Path.cwd())
     submissions = args.submissions or course.step_dir("submitted")
     show(grade(course, args.assignments, submissions, args.students, args.reports, **options(args)))
@@ -240,6 +242,7 @@ def run_grade(args):
 
 
 def run_demo(args):
+    report_language()
     show(demo(args.root, args.reports, **options(args)))
     return 0
 

@@ -10,7 +10,8 @@ Three files of the reports folder (``grades/``), each a function of the graded r
   per language across the editions. No student is named: example submissions appear as labels.
 - ``insight.html``: the same as one offline page with its figures inlined (:mod:`.render`). Each example label
   links to an anonymised copy of that submission's feedback page, ``feedback/_anonymous/LABEL/...``: the
-  page and those copies can be shared with teaching assistants as they are.
+  page and those copies can be shared with teaching assistants as they are. Both are in the instructor's
+  language: English, or the one ``ATTNKIT_REPORT_LANG`` names (fr, zh) when grading.
 - ``insight-labels.csv``: which student each label stands for, and their own feedback page; for the
   instructor, not to be shared.
 
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from .. import feedback, files
 from ..files import remove
-from .render import _, page
+from .render import _, page, report_language, templates
 from .summary import ANONYMOUS, summarise, write_labels
 
 __all__ = ["write_html", "write_json", "write_labels_csv", "grading_key"]
@@ -37,13 +38,14 @@ def grading_key():
     return os.environ.get(KEY_VARIABLE, "")
 
 
-def key_text():
-    """What the page says of its labels (a gettext msgid too)."""
+def key_text(language="en"):
+    """What the page says of its labels, in ``language``."""
+    gettext = templates(language)[2]
     if grading_key():
-        return _("They are keyed with the grading key: nobody without it can tell whose work each is; "
-                 "insight-labels.csv says it.")
-    return _("No grading key is set ($ATTNKIT_GRADING_KEY): someone holding the class list could work out whose "
-             "work each label is; insight-labels.csv says it.")
+        return gettext(_("They are keyed with the grading key: nobody without it can tell whose work each is; "
+                         "insight-labels.csv says it."))
+    return gettext(_("No grading key is set ($ATTNKIT_GRADING_KEY): someone holding the class list could work out "
+                     "whose work each label is; insight-labels.csv says it."))
 
 
 def write_json(course, run, path):
@@ -55,14 +57,16 @@ def write_json(course, run, path):
 def write_html(course, run, path):
     """insight.html, and the anonymised copies of the feedback pages it links to (any older ones removed)."""
     path = Path(path)
+    language = report_language()
     summary, shown = summarise(course, run, grading_key())
     remove(path.parent / "feedback" / ANONYMOUS)
     pages = {(part["name"], label): href for part in summary["assignments"] for label, href in part["examples"].items()}
     for (student, assignment), label in shown.items():
         record = run.submissions[student, assignment]
         cells = [(grade_id, cell.kind, cell.max_points, None) for grade_id, cell in record.cells.items()]
-        files.write(path.parent / pages[assignment, label], feedback.page(record.evolve(student=label), cells))
-    path.write_text(page(summary, key_text()), encoding="utf-8")
+        files.write(path.parent / pages[assignment, label], feedback.page(record.evolve(student=label), cells,
+                                                                          language=language))
+    path.write_text(page(summary, key_text(language), language), encoding="utf-8")
 
 
 def write_labels_csv(course, run, path):

@@ -2,19 +2,22 @@
 
 Every value comes from the summary (:mod:`.summary`), whose words partly come from the catalogue and the
 checks, and whose labels and counts come from students' work: jinja2 escapes all of it. The page's own
-sentences are gettext calls with named placeholders (``_("%(count)s of %(total)s", ...)``), English until
-the kit has catalogues; jinja2's i18n extension and Babel can extract them as they are.
+sentences are gettext calls with named placeholders (``_("%(count)s of %(total)s", ...)``), in the grader's
+catalog. The page is English unless the instructor sets ``ATTNKIT_REPORT_LANG`` (fr, zh) when grading: then its
+sentences, the checks' names and the mistakes' explanations are in that language (:func:`report_language`).
 """
 
 import base64
+import functools
 import io
+import os
 
 import jinja2
 from markupsafe import Markup, escape
 from matplotlib.figure import Figure
 
 from ..editions import ENGLISH, LANGUAGES
-from ..feedback import number
+from ..feedback import number, translations
 from ..results import Message
 
 STYLE = """
@@ -35,22 +38,39 @@ LANGUAGE_NAMES = {ENGLISH: "English", **{code: language.name for code, language 
 COLOURS = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown"]
 
 
+# The instructor's reports are English unless this names another language (the insight page; the CSV and JSON
+# files, read by programs, stay English).
+REPORT_VARIABLE = "ATTNKIT_REPORT_LANG"
+
+
 def _(message):
-    """gettext: the page's sentences, English until the kit has catalogues (issue 26); their placeholders are
-    named (``%(count)s``) and filled after translation."""
+    """Marks a sentence of the page for the catalog (``catalogs extract``); a function's own ``_`` translates."""
     return message
 
 
-def environment():
+def report_language():
+    """The language of the instructor's reports: $ATTNKIT_REPORT_LANG ('fr', 'zh', 'fr_FR.UTF-8' reads as 'fr'),
+    English when unset; any other value is refused, naming the variable."""
+    value = os.environ.get(REPORT_VARIABLE, "").strip()
+    code = value.split(".")[0].split("_")[0].lower()
+    if not code or code == ENGLISH:
+        return ENGLISH
+    if code not in LANGUAGES:
+        raise ValueError(f"{REPORT_VARIABLE}: expected one of {ENGLISH}, {', '.join(LANGUAGES)}, got {value!r}")
+    return code
+
+
+def environment(gettext=_):
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True, extensions=["jinja2.ext.i18n"])
-    env.install_gettext_callables(gettext=_, ngettext=lambda one, many, n: one if n == 1 else many, newstyle=True)
+    env.install_gettext_callables(gettext=gettext, ngettext=lambda one, many, n: one if n == 1 else many,
+                                  newstyle=True)
     env.filters["number"] = number
     env.filters["percent"] = lambda share: f"{100 * share:.0f}"
     return env
 
 
-BODY = environment().from_string("""
+BODY_SOURCE = """
 <div class="insight">
 <p class="note">{{ _("What the graded run says about the class, check by check: how many submissions passed, how many failed and why, the catalogued mistakes ranked by the points they cost, and the scores. Submissions are named by anonymous labels.") }}{% if key_text %} {{ key_text }}{% endif %}</p>
 {% if languages | length > 1 %}<p>{{ _("The editions are reported side by side: one column per language, then all together.") }}</p>{% endif %}
@@ -101,10 +121,10 @@ BODY = environment().from_string("""
 {% endfor %}
 {% endfor %}
 </div>
-""")
+"""
 
-PAGE = environment().from_string("""<!DOCTYPE html>
-<html lang="en">
+PAGE_SOURCE = """<!DOCTYPE html>
+<html lang="{{ lang }}">
 <head><meta charset="utf-8"><title>{{ _("What the class got wrong") }}</title>
 <style>body { max-width: 72rem; margin: 2rem auto; padding: 0 1rem; } {{ style }}</style></head>
 <body class="insight">
@@ -112,13 +132,21 @@ PAGE = environment().from_string("""<!DOCTYPE html>
 {{ body }}
 </body>
 </html>
-""")
+"""
 
 
-def language_columns(languages):
+@functools.lru_cache(maxsize=None)
+def templates(language):
+    """(body, page) templates and the gettext of ``language``: the grader's catalog, then the student package's."""
+    gettext = translations(language).gettext
+    env = environment(gettext)
+    return env.from_string(BODY_SOURCE), env.from_string(PAGE_SOURCE), gettext
+
+
+def language_columns(languages, gettext=_):
     """[{code, name}] of the count columns: one per language, then 'all' when there are several."""
     columns = [{"code": code, "name": LANGUAGE_NAMES.get(code, code)} for code in languages]
-    return columns + [{"code": "all", "name": "all"}] if len(columns) > 1 else columns
+    return columns + [{"code": "all", "name": gettext(_("all"))}] if len(columns) > 1 else columns
 
 
 def by_column(counts, columns):
@@ -134,8 +162,9 @@ def png(figure):
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def distribution_figure(part, languages):
-    """The scores of the assignment (total) and of each cell, one panel each, bars stacked by language."""
+def distribution_figure(part, languages, gettext=_):
+    """The scores of the assignment (total) and of each cell, one panel each, bars stacked by language; its words
+    through ``gettext``."""
     panels = [("total", part["max_total"], part["totals"])] + [
         (cell["grade_id"], cell["max_points"], cell["scores"]) for cell in part["cells"]]
     columns = min(len(panels), 4)
@@ -152,11 +181,11 @@ def distribution_figure(part, languages):
                 ax.bar(values, heights, width=width, bottom=bottom, color=colour, label=language)   # codes: any font
             bottom = [b + h for b, h in zip(bottom, heights)]
         ax.set_xlim(-width, top + width)
-        ax.set_title(f"{title} (max {number(top)})", fontsize=9)
-        ax.set_xlabel("points", fontsize=8)
+        ax.set_title(gettext(_("%(title)s (max %(top)s)")) % {"title": title, "top": number(top)}, fontsize=9)
+        ax.set_xlabel(gettext(_("points")), fontsize=8)
         ax.tick_params(labelsize=7)
         ax.yaxis.get_major_locator().set_params(integer=True)
-    axes[0].set_ylabel("submissions", fontsize=8)
+    axes[0].set_ylabel(gettext(_("submissions")), fontsize=8)
     if len(languages) > 1:
         axes[0].legend(fontsize=7)
     for ax in axes[len(panels):]:
@@ -165,40 +194,52 @@ def distribution_figure(part, languages):
     return png(figure)
 
 
-def view(summary):
-    """The summary with the per-column counts the template shows."""
+def view(summary, language=ENGLISH):
+    """The summary with the per-column counts the template shows, its checks' names and mistakes' explanations in
+    ``language``."""
     languages = summary["languages"]
-    columns = language_columns(languages)
+    gettext = templates(language)[2]
+    columns = language_columns(languages, gettext)
     judged = {}
     parts = []
     for part in summary["assignments"]:
         judged[part["name"]] = by_column(part["judged"], columns)
+        own = translations(language, part["name"]).gettext        # the assignment's names, the catalogue's words
         cells = []
         for cell in part["cells"]:
             checks = []
             for check in cell["checks"]:
                 total = {code: check["passed"].get(code, 0) + check["failed"].get(code, 0) for code in languages}
-                checks.append({**check, "failed_by": by_column(check["failed"], columns),
+                checks.append({**check, "name": own(check["name"]) if check["name"] else "",
+                               "failed_by": by_column(check["failed"], columns),
                                "total_by": by_column(total, columns),
                                "causes": [{**cause, "count_by": by_column(cause["count"], columns)}
                                           for cause in check["causes"]]})
             cells.append({**cell, "checks": checks})
-        copied = [{**copy, "solution_text": Message.from_json(copy["solution"]).render(),
+        copied = [{**copy, "solution_text": Message.from_json(copy["solution"]).render(
+                       None if language == ENGLISH else gettext),
                    "count_by": by_column(copy["count"], columns)} for copy in part.get("copies", [])]
-        parts.append({**part, "cells": cells, "columns": columns, "figure": distribution_figure(part, languages),
+        parts.append({**part, "cells": cells, "columns": columns,
+                      "figure": distribution_figure(part, languages, gettext),
                       "copies": copied, "handed_by": by_column(part["handed_in"], columns),
                       "handed_total": sum(part["handed_in"].values()), "judged_total": sum(part["judged"].values())})
     mistakes = {(part["name"], m["name"]): m for part in summary["assignments"] for m in part["mistakes"]}
     ranked = []
     for entry in summary["ranked"]:
         m = mistakes[entry["assignment"], entry["name"]]
-        ranked.append({**m, "assignment": entry["assignment"], "points_by": by_column(m["points"], columns),
+        says = translations(language, entry["assignment"]).gettext(m["says"]) if m.get("says") else m.get("says")
+        ranked.append({**m, "says": says, "assignment": entry["assignment"], "points_by": by_column(m["points"], columns),
                        "count_by": by_column(m["submissions"], columns), "judged_by": judged[entry["assignment"]]})
     return {"languages": languages, "columns": columns, "assignments": parts, "ranked": ranked}
 
 
-def helpers(summary, links, teaching_base):
-    """The template's functions: example labels, a cause's words, a teaching section, a share."""
+def helpers(summary, links, teaching_base, language=ENGLISH):
+    """The template's functions: example labels, a cause's words, a teaching section, a share (in ``language``)."""
+    translate = templates(language)[2]
+
+    def _(message):                         # this page's sentences, translated (the module's _ only marks them)
+        return translate(message)
+
     pages = {(part["name"], label): href for part in summary["assignments"]
              for label, href in part.get("examples", {}).items()}
 
@@ -249,15 +290,19 @@ def helpers(summary, links, teaching_base):
             "points_lost": points_lost}
 
 
-def fragment(summary, links=True, teaching_base=None, key_text=""):
-    """The report's body (a <div>, its style included): ``links`` makes the example labels links to the
-    anonymised feedback pages; ``teaching_base``, the website's root relative to the page, makes each
+def fragment(summary, links=True, teaching_base=None, key_text="", language=ENGLISH):
+    """The report's body (a <div>, its style included), in ``language``: ``links`` makes the example labels links
+    to the anonymised feedback pages; ``teaching_base``, the website's root relative to the page, makes each
     'where the course teaches it' a link (None: the notebook's name instead)."""
-    data = view(summary)
-    body = BODY.render(**data, **helpers(summary, links, teaching_base), key_text=key_text)
+    if language == "zh":
+        from attnkit.plotting import use_cjk_fallback
+        use_cjk_fallback()                  # the figures' Chinese labels
+    data = view(summary, language)
+    body = templates(language)[0].render(**data, **helpers(summary, links, teaching_base, language), key_text=key_text)
     return Markup(f"<style>{STYLE}</style>") + Markup(body)
 
 
-def page(summary, key_text=""):
-    """The standalone insight.html of a reports folder."""
-    return PAGE.render(body=fragment(summary, links=True, key_text=key_text), style="")
+def page(summary, key_text="", language=ENGLISH):
+    """The standalone insight.html of a reports folder, in ``language``."""
+    return templates(language)[1].render(body=fragment(summary, links=True, key_text=key_text, language=language),
+                                         style="", lang=language)
