@@ -80,6 +80,25 @@ def zygote_pid(box):
     raise AssertionError("no zygote below the warm sandbox's bwrap")
 
 
+
+def cpu_seconds(pid):
+    """User + system CPU seconds process ``pid`` has used (from /proc, in clock ticks)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.slow
+def test_the_zygote_waits_without_spinning_while_its_job_runs(zygote_box, tmp_path):
+    """While a job runs, its zygote sleeps in select() until the job's pid, its end or the grader's word: it
+    once kept polling the pipe of the job's pid after that pipe's end, a core's worth of CPU taken from the
+    graded notebooks (the pool ran at half speed, and warm starts gained nothing)."""
+    run(zygote_box, tmp_path, "1 + 1", name="first")                    # the zygote started and warmed up
+    zygote = zygote_pid(zygote_box)
+    before = cpu_seconds(zygote)
+    cells, done = run(zygote_box, tmp_path, "import time\ntime.sleep(2.0)\nprint('slept')", name="sleeper")
+    assert cells[1] == "slept\n" and done.result.seconds >= 2.0
+    assert cpu_seconds(zygote) - before < 0.3, "the zygote used CPU while its job slept"
+
 LEAVE = r'''
 import ctypes, os, random, signal, socket, subprocess, sys, threading, time
 import numpy, torch, attnkit

@@ -424,11 +424,14 @@ class Zygote:
         """Relay G's pid and C's exit; kill the job on K or when the grader goes."""
         init, text = None, b""
         handle = os.pidfd_open(pid)
+        watched = [self.control, report_r, handle]
         try:
             while True:
-                ready, _, _ = select.select([self.control, report_r, handle], [], [])
+                ready, _, _ = select.select(watched, [], [])
                 if report_r in ready:
                     chunk = os.read(report_r, 64)
+                    if not chunk:               # the pipe's end: watching it further would spin the zygote at
+                        watched.remove(report_r)    # 100% CPU for the rest of the job (both sides' cores)
                     text += chunk
                     if chunk and text.endswith(b"\n") and init is None:
                         init = int(text)
