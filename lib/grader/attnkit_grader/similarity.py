@@ -15,6 +15,7 @@ answers, students who worked from the same lecture) and the kit's own example cl
 reference on purpose, so a person reads the pairs and decides.
 """
 
+import functools
 import io
 import json
 import keyword
@@ -109,11 +110,21 @@ def similar_pairs(release, notebooks, threshold=THRESHOLD):
     return sorted(pairs, key=lambda pair: (-pair.similarity, pair.first, pair.second))
 
 
+@functools.lru_cache(maxsize=65536)
+def line_tokens(line):
+    """The normalised tokens of one stripped line, as a tuple (cached: a class's answers repeat their lines
+    across the many pairs they are shown in)."""
+    return tuple(tokens(line))
+
+
 def shared_lines(code, other):
     """[(line, shared)] of ``code``: shared when the other answer has a line with the same tokens."""
-    theirs = {tuple(tokens(line.strip())) for line in other.splitlines() if line.strip()}
-    return [(line, bool(line.strip()) and tuple(tokens(line.strip())) in theirs and len(tokens(line.strip())) > 2)
-            for line in code.splitlines()]
+    theirs = {line_tokens(line.strip()) for line in other.splitlines() if line.strip()}
+    shown = []
+    for line in code.splitlines():
+        mine = line_tokens(line.strip()) if line.strip() else ()
+        shown.append((line, len(mine) > 2 and mine in theirs))
+    return shown
 
 
 PAGE = jinja2.Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True).from_string("""<!DOCTYPE html>
