@@ -31,8 +31,9 @@ ENVIRONMENT = "ATTNKIT_LANG"
 _chosen = None      # set_language's choice: the one piece of module state, a setting the student makes once
 
 
-def _code(value):
-    """'fr' from 'fr', 'fr_FR.UTF-8', 'zh-Hans', 'ZH'; None for anything else."""
+def language_code(value):
+    """'fr' from 'fr', 'fr_FR.UTF-8', 'zh-Hans', 'ZH'; None for anything else (the grader's report setting reads
+    its variable the same way)."""
     code = str(value).strip().lower().replace("-", "_").split("_")[0].split(".")[0]
     return code if code in LANGUAGES else None
 
@@ -44,7 +45,7 @@ def set_language(language):
     if language is None:
         _chosen = None
         return
-    code = _code(language)
+    code = language_code(language)
     if code is None:
         raise ValueError(f"language: expected one of {', '.join(LANGUAGES)}, got {language!r}")
     _chosen = code
@@ -60,7 +61,7 @@ def language():
     """The language messages are shown in now (see the module's docstring for the order)."""
     if _chosen is not None:
         return _chosen
-    from_environment = _code(os.environ.get(ENVIRONMENT, ""))
+    from_environment = language_code(os.environ.get(ENVIRONMENT, ""))
     if from_environment is not None:
         return from_environment
     try:

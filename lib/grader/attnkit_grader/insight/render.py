@@ -13,6 +13,7 @@ import io
 import os
 
 import jinja2
+from attnkit import i18n
 from markupsafe import Markup, escape
 from matplotlib.figure import Figure
 
@@ -52,10 +53,10 @@ def report_language():
     """The language of the instructor's reports: $ATTNKIT_REPORT_LANG ('fr', 'zh', 'fr_FR.UTF-8' reads as 'fr'),
     English when unset; any other value is refused, naming the variable."""
     value = os.environ.get(REPORT_VARIABLE, "").strip()
-    code = value.split(".")[0].split("_")[0].lower()
-    if not code or code == ENGLISH:
+    if not value:
         return ENGLISH
-    if code not in LANGUAGES:
+    code = i18n.language_code(value)
+    if code is None:
         raise ValueError(f"{REPORT_VARIABLE}: expected one of {ENGLISH}, {', '.join(LANGUAGES)}, got {value!r}")
     return code
 
