@@ -15,7 +15,8 @@ the scratch files as bytes, and the job's stdout, stderr and channel pipes as fi
 
 C  (root, in the zygote's namespaces) unshares a mount, PID, IPC, UTS and network namespace of the job's
    own (its loopback up); makes every mount private; mounts fresh size-capped tmpfs on /scratch and /tmp
-   (with matplotlib's font list, read-only) and remounts the rest (/dev, the jail's own folders)
+   (with matplotlib's font list, read-only, and binding back, read-only, whatever the jail had mounted below
+   /tmp: an interpreter or virtual environment that lives there) and remounts the rest (/dev, the jail's own folders)
    read-only; writes the scratch files (root's, read-only); joins the job's cgroups; forks G, reports G's
    pid, and exits with G's status.
 G  (PID 1 of the job's PID namespace) mounts that namespace's /proc, forks R, gives up its capabilities,
@@ -48,10 +49,12 @@ import importlib
 import json
 import os
 import random
+import re
 import resource
 import select
 import signal
 import socket
+import stat
 import struct
 import sys
 import threading
@@ -104,7 +107,7 @@ def check(result, what):
 
 
 def mount(source, target, fstype, flags, data=None):
-    encode = (lambda text: text.encode() if text is not None else None)
+    encode = (lambda text: os.fsencode(text) if text is not None else None)
     check(libc.mount(encode(source), encode(target), encode(fstype), ctypes.c_ulong(flags), encode(data)),
           f"mount {target}")
 
@@ -202,7 +205,9 @@ def run_job(job, files, job_fds, report_fd, cgroup_dirs, program):
         for name in font_cache:                       # read before a fresh /tmp hides it
             with open(os.path.join(MPLCONFIGDIR, name), "rb") as handle:
                 keep[name] = handle.read()
+        held = hold_mounts_below(TMP, skip=MPLCONFIGDIR)
         mount("tmpfs", TMP, "tmpfs", MS_NOSUID | MS_NODEV, f"size={int(limits['tmp_size'])},mode=1777")
+        restore_mounts(held)
         os.mkdir(MPLCONFIGDIR)
         os.chmod(MPLCONFIGDIR, 0o1777)
         for name, data in keep.items():
@@ -237,6 +242,31 @@ def run_job(job, files, job_fds, report_fd, cgroup_dirs, program):
     except BaseException as error:  # noqa: B036 - nothing may escape a forked child
         say(job_fds[1], f"the warm sandbox could not isolate the job: {error}")
     os._exit(code)
+
+
+def hold_mounts_below(folder, skip):
+    """[(mount point, O_PATH descriptor)] for the outermost mounts strictly below ``folder`` but not below
+    ``skip``: what a fresh tmpfs on ``folder`` would hide, such as an interpreter or a virtual environment
+    that lives under /tmp (a checkout there), bound in by bubblewrap (see :func:`restore_mounts`)."""
+    with open("/proc/self/mountinfo", "rb") as handle:       # field 5: the mount point, octal-escaped
+        points = {os.fsdecode(re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m[1], 8)]), line.split()[4]))
+                  for line in handle}
+    inside = [p for p in points if p.startswith(folder + "/") and not (p + "/").startswith(skip + "/")]
+    outer = sorted(p for p in inside if not any(p.startswith(q + "/") for q in inside))
+    return [(point, os.open(point, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)) for point in outer]
+
+
+def restore_mounts(held):
+    """Bind each held mount back at its path, under the fresh tmpfs, read-only as bubblewrap bound it."""
+    for point, fd in held:
+        os.makedirs(os.path.dirname(point), mode=0o755, exist_ok=True)
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            os.mkdir(point, 0o755)
+        else:
+            os.close(os.open(point, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444))
+        mount(f"/proc/self/fd/{fd}", point, None, MS_BIND | MS_REC)
+        mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        os.close(fd)
 
 
 def loopback_up():
