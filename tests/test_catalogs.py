@@ -40,6 +40,30 @@ def test_an_untranslated_fuzzy_english_or_misplaced_entry_fails(code, domain, mo
         assert f"{code}: {expected}" in problems and repr(id) in problems, (expected, problems)
 
 
+def test_a_catalog_compiled_by_another_babel_passes_and_a_changed_translation_fails(monkeypatch):
+    """The .mo test compares what gettext reads, not bytes: another compiler's stamp in the header (a new Babel
+    writes its own version there) is the same catalog; one translation changed is not."""
+    import babel
+
+    domain = catalogs.STUDENT
+    compiled = catalogs.compiled("fr", domain)
+    version = babel.__version__.encode()
+    assert b"Generated-By: Babel " + version in compiled
+    stamped = compiled.replace(version, b"9" * len(version))            # the same length: offsets stay valid
+    assert stamped != compiled and catalogs.mo_content(stamped) == catalogs.mo_content(compiled)
+    read = catalogs.read
+
+    def changed(code, d=catalogs.STUDENT):
+        catalog = read(code, d)
+        if (code, d) == ("fr", domain):
+            message = next(m for m in catalog if m.id and m.string)
+            message.string += " (modifié)"
+        return catalog
+    monkeypatch.setattr(catalogs, "read", changed)
+    assert catalogs.mo_content(catalogs.compiled("fr", domain)) != catalogs.mo_content(compiled)
+    assert any("is not its .po compiled" in p for p in catalogs.problems([domain]))
+
+
 @pytest.mark.parametrize("domain", catalogs.DOMAINS, ids=lambda domain: domain.name)
 def test_the_compiled_catalogs_are_what_gettext_reads(domain):
     for code in catalogs.TRANSLATED:

@@ -22,7 +22,8 @@ The feedback page looks a message up in the grader's catalog, then the assignmen
 ``python -m attnkit_grader.catalogs counts``   the messages and the translated ones, per catalog and language
 ``python -m attnkit_grader.catalogs check``    what is wrong with the catalogs (exit status 1 if anything)
 
-``tests/test_catalogs.py`` fails when a .mo is not the compilation of its .po, when a .pot lags the code, and on
+``tests/test_catalogs.py`` fails when a .mo does not hold what its .po compiles to (the messages, the plural rule and
+the charset, compared as gettext reads them: never the bytes, which carry the compiler's name), when a .pot lags the code, and on
 any untranslated, fuzzy or unchanged-from-English entry outside :data:`SAME_AS_ENGLISH`.
 """
 
@@ -40,7 +41,7 @@ import attnkit
 from attnkit import i18n
 from babel.messages.catalog import Catalog
 from babel.messages.extract import extract_from_file
-from babel.messages.mofile import write_mo
+from babel.messages.mofile import read_mo, write_mo
 from babel.messages.pofile import read_po, write_po
 import jinja2.ext
 
@@ -256,6 +257,16 @@ def compiled(code, domain=STUDENT):
     return buffer.getvalue()
 
 
+def mo_content(data):
+    """What gettext reads in a .mo's bytes: each message (context, id, translation), the plural rule and the
+    charset; not the header's stamps (the tool that compiled it, its version, the dates), so a new Babel that
+    writes another Generated-By line compiles the same catalog."""
+    catalog = read_mo(io.BytesIO(data))
+    messages = {(m.context, m.id if isinstance(m.id, str) else tuple(m.id)):
+                m.string if isinstance(m.string, str) else tuple(m.string) for m in catalog if m.id}
+    return messages, catalog.plural_forms, catalog.charset
+
+
 def compile_all():
     for domain in DOMAINS:
         for code in TRANSLATED:
@@ -299,7 +310,7 @@ def _problems(domain):
             elif _placeholders(message.string) != _placeholders(message.id):
                 found.append(f"{code}: placeholders {_placeholders(message.string)} instead of "
                              f"{_placeholders(message.id)} in {message.id!r}")
-        if not domain.mo(code).exists() or domain.mo(code).read_bytes() != compiled(code, domain):
+        if not domain.mo(code).exists() or mo_content(domain.mo(code).read_bytes()) != mo_content(compiled(code, domain)):
             found.append(f"{code}: {domain.mo(code).name} is not its .po compiled (python -m attnkit_grader.catalogs compile)")
     return found
 
