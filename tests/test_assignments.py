@@ -5,7 +5,6 @@ nbgrader runs as a subprocess of this Python (``sys.executable -m nbgrader``), w
 first on PATH because nbgrader calls the ``alembic`` executable when it creates a gradebook.
 """
 
-import filecmp
 import json
 import os
 import re
@@ -21,6 +20,7 @@ from attnkit.checking import CellScoredZero
 from conftest import example_class_generator
 
 from attnkit_grader.editions import TRANSLATIONS, split
+from attnkit_grader.files import content
 from attnkit_grader.judging import registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,7 +65,7 @@ def test_release_matches_a_fresh_generation(tmp_path):
     assert code.returncode == 0, code.stderr
     for folder, committed in zip(FOLDERS, EVERY_RELEASE):
         fresh = tmp_path / "release" / folder / committed.name
-        assert json.loads(committed.read_text()) == json.loads(fresh.read_text()), (
+        assert content(committed.read_bytes(), committed.name) == content(fresh.read_bytes(), fresh.name), (
             f"release/{folder} is out of date: run `.venv/bin/attnkit release` from the repository root, then "
             f"`python examples/make_example_class.py`, and commit both")
         others = {p.name for p in committed.parent.iterdir()} ^ {p.name for p in fresh.parent.iterdir()}
@@ -170,7 +170,8 @@ def test_example_class_is_up_to_date(tmp_path):
     for fresh in sorted(tmp_path.rglob("*")):
         if fresh.is_file():
             relative = fresh.relative_to(tmp_path)
-            if not (committed / relative).is_file() or not filecmp.cmp(fresh, committed / relative, shallow=False):
+            if not (committed / relative).is_file() or \
+                    content(fresh.read_bytes(), fresh.name) != content((committed / relative).read_bytes(), fresh.name):
                 mismatch.append(str(relative))
     extra = [str(p.relative_to(committed)) for p in committed.rglob("*.ipynb")
              if not (tmp_path / p.relative_to(committed)).is_file()]

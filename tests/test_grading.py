@@ -809,3 +809,28 @@ def test_plain_nbgrader_gives_the_expected_points_and_files(graded_by_nbgrader, 
     assert placed.is_file(), "nbgrader expects submissions under submitted/STUDENT/ASSIGNMENT/"
     assert (root / "feedback" / "ref_solution" / "ps2_relative_pe" / "ps2_relative_pe.html").is_file()
     assert (root / "autograded" / "bug_sign_flip" / "ps2_relative_pe" / "ps2_relative_pe.ipynb").is_file()
+
+
+# --- generated files compared by what they say ---------------------------------------------------------------
+
+def test_a_release_compares_by_content_not_by_the_tools_stamps(tmp_path):
+    """A fresh generation that only a newer tool wrote otherwise (JSON laid out anew, new cell ids, another
+    nbformat minor, another kernel's language_info) is no drift; a changed source line or nbgrader field is."""
+    committed, fresh = tmp_path / "committed", tmp_path / "fresh"
+    for folder in (committed, fresh):
+        folder.mkdir()
+    notebook = toy_notebook(solved=False)
+    notebook.metadata["language_info"] = {"name": "python", "version": "3.11.7"}
+    nbformat.write(notebook, committed / "toy.ipynb")
+    restamped = json.loads((committed / "toy.ipynb").read_text())
+    restamped["nbformat_minor"] = 9
+    restamped["metadata"]["language_info"]["version"] = "3.14.0"
+    for number, cell in enumerate(restamped["cells"]):
+        cell["id"] = f"new-{number}"
+        cell["source"] = "".join(cell["source"])                            # one string instead of lines
+    (fresh / "toy.ipynb").write_text(json.dumps(restamped, indent=4, sort_keys=True))
+    assert compare_trees(committed, fresh) == []
+    restamped["cells"][2]["source"] = ["def square(x):\n", "    return x ** 2"]
+    restamped["cells"][3]["metadata"]["nbgrader"]["points"] = 3
+    (fresh / "toy.ipynb").write_text(json.dumps(restamped))
+    assert compare_trees(committed, fresh) == ["differs: toy.ipynb (cells 3, 4)"]

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from attnkit_grader import scaffold
+from attnkit_grader.files import content
 from attnkit_grader.judging import registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,6 +48,14 @@ def copy(tmp_path_factory):
     return target
 
 
+def rewritten_alike(copy, line):
+    """True for a tracked file that a generator wrote again saying the same (another nbformat's layout, say)."""
+    if line[:2] != " M":
+        return False
+    before = subprocess.run(["git", "show", f"HEAD:{line[3:]}"], cwd=copy, capture_output=True, check=True).stdout
+    return content(before, line[3:]) == content((copy / line[3:]).read_bytes(), line[3:])
+
+
 @pytest.mark.slow
 def test_a_new_assignment_is_one_folder_that_every_generic_test_grades(copy):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(copy / "lib" / "grader"), str(copy / "lib")]),
@@ -65,7 +74,8 @@ def test_a_new_assignment_is_one_folder_that_every_generic_test_grades(copy):
     selected = f"{NAME} and not ((passes_its_tests or fails_every_test) and ({NAME}_fr or {NAME}_zh))"
     passed = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", selected, *GENERIC], copy, env)
     assert " passed" in passed and " failed" not in passed, passed
-    status = run(["git", "status", "--porcelain", "--untracked-files=all"], copy, env).splitlines()
+    status = [line for line in run(["git", "status", "--porcelain", "--untracked-files=all"], copy, env).splitlines()
+              if not rewritten_alike(copy, line)]
     changed = sorted(line[3:] for line in status)
     allowed = (f"lib/grader/attnkit_assignments/{NAME}/", f"source/{NAME}/", f"translations/{NAME}_fr/",
                f"translations/{NAME}_zh/", f"release/{NAME}/", f"release/{NAME}_fr/", f"release/{NAME}_zh/",

@@ -6,13 +6,13 @@ assignment, its notebooks and its grade cells in the gradebook) and for each of 
 committed release/ differs from what source/ and translations/ give today.
 """
 
-import json
 import shutil
 import tempfile
 from pathlib import Path
 
 from . import editions
 from .course import CONFIG_NAME, Course
+from .files import content
 from .precheck import relative_files
 
 
@@ -70,7 +70,8 @@ def drift(course, assignments=()):
 
 
 def compare_trees(committed, fresh):
-    """Differences between two release folders, as readable lines (empty when identical)."""
+    """Differences between two release folders, as readable lines (empty when they say the same: see
+    :func:`.files.content`)."""
     if not committed.is_dir():
         return [f"{committed} does not exist: run the release step and commit it"]
     old, new = relative_files(committed), relative_files(fresh)
@@ -78,17 +79,17 @@ def compare_trees(committed, fresh):
     lines += [f"not generated from source any more: {name}" for name in sorted(old - new)]
     for name in sorted(old & new):
         before, after = (committed / name).read_bytes(), (fresh / name).read_bytes()
-        if before != after:
+        if content(before, name) != content(after, name):
             lines.append(f"differs: {name}{changed_cells(before, after)}")
     return lines
 
 
 def changed_cells(before, after):
     """' (cells 3, 7)' naming the notebook cells that differ, or '' when that cannot be told."""
-    try:
-        old, new = json.loads(before)["cells"], json.loads(after)["cells"]
-    except (ValueError, KeyError, TypeError):
+    old, new = content(before, "notebook.ipynb"), content(after, "notebook.ipynb")
+    if not isinstance(old, dict) or not isinstance(new, dict):
         return ""
+    old, new = old["cells"], new["cells"]
     if len(old) != len(new):
         return f" ({len(old)} cells committed, {len(new)} generated)"
     numbers = [str(i) for i, (a, b) in enumerate(zip(old, new), start=1) if a != b]
