@@ -1,12 +1,19 @@
 # Task runner for the attention course kit. `make demo` runs the main job, `make test` every test.
-# Both create the virtual environment first if it is missing (torch pinned by constraints.txt).
+# Both create the virtual environment first if it is missing, from the lock (requirements/kit.txt: every
+# package at one version, with its hashes, for Linux x86-64 and CPython 3.11; `make lock` refreshes it).
 
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# Locked installs: every package from a lock, hashes checked, wheels only (nothing built with tools the lock
+# does not hold); then the two local packages, without their dependencies (the lock has them), and a check
+# that the environment holds its lock and nothing else (attnkit_grader.locks).
+LOCKED := $(PY) -m pip install --quiet --disable-pip-version-check --require-hashes --only-binary :all: -r
+LAYERS := requirements/site.txt requirements/browser.txt
+CHECK  := $(PY) -m attnkit_grader.locks check requirements/kit.txt --also $(LAYERS)
 
-.PHONY: setup sandbox-tools demo test test-lectures test-lectures-all test-fast publish lab benchmark clean
+.PHONY: setup sandbox-tools demo test test-lectures test-lectures-all test-fast publish lab benchmark clean lock
 
 setup: $(STAMP) sandbox-tools fonts mathjax
 
@@ -32,21 +39,37 @@ fonts:
 	  else echo "warning: no CJK font (Noto Sans CJK) found: Chinese figures need one (apt-get install fonts-noto-cjk)"; fi; }
 
 # Feedback pages typeset their formulas when they are written (attnkit_grader.offline), with MathJax 3 from the npm
-# registry, installed into the environment (share/attnkit/node_modules, where the grader looks) and run by Node.js.
-# Without npm, say so and carry on: the pages then show their formulas as TeX, with a note saying why.
-MATHJAX_VERSION := 3.2.2
-FEEDBACK_NPM    := $(VENV)/share/attnkit
+# registry, installed into the environment (share/attnkit/node_modules, where the grader looks) and run by Node.js,
+# by `npm ci` from the committed lock (requirements/npm/mathjax). Without npm, say so and carry on: the pages then
+# show their formulas as TeX, with a note saying why.
+NPM_MATHJAX  := requirements/npm/mathjax
+FEEDBACK_NPM := $(VENV)/share/attnkit
 .PHONY: mathjax
 mathjax: $(STAMP)
-	@test -f $(FEEDBACK_NPM)/node_modules/mathjax/es5/node-main.js || { \
+	@cmp -s $(NPM_MATHJAX)/package-lock.json $(FEEDBACK_NPM)/package-lock.json && \
+	  test -f $(FEEDBACK_NPM)/node_modules/mathjax/es5/node-main.js || { \
 	  if command -v npm >/dev/null && command -v node >/dev/null; then \
-	    npm install --prefix $(FEEDBACK_NPM) --no-audit --no-fund --silent mathjax@$(MATHJAX_VERSION); \
+	    cp $(NPM_MATHJAX)/package.json $(NPM_MATHJAX)/package-lock.json $(FEEDBACK_NPM)/ && \
+	    npm ci --prefix $(FEEDBACK_NPM) --no-audit --no-fund --silent; \
 	  else echo "warning: Node.js with npm not found: feedback pages will show their formulas as TeX (install nodejs and npm, then make setup)"; fi; }
 
-$(STAMP): pyproject.toml lib/grader/pyproject.toml constraints.txt
+$(STAMP): requirements/kit.txt pyproject.toml lib/grader/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[notebooks,test]" -e lib/grader
+	@$(PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { echo "error: $(VENV) is not CPython 3.11, \
+	  the one Python the lock is made for (requirements/): make clean, then PYTHON=python3.11 make setup"; exit 1; }
+	$(LOCKED) requirements/kit.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e . -e lib/grader
+	$(CHECK)
+	mkdir -p $(VENV)/share/attnkit && cp requirements/kit.txt $(VENV)/share/attnkit/lock.txt
 	touch $@
+
+# The locks from requirements/*.in (uv in build/lock-venv, made here), and the student pins (constraints.txt)
+# from the hub's lock; then the npm locks. On purpose only: the contributors' guide says when; review the diff.
+UV_VERSION := 0.13.8
+lock:
+	test -x build/lock-venv/bin/uv || { $(PYTHON) -m venv build/lock-venv && \
+	  build/lock-venv/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION); }
+	UV=build/lock-venv/bin/uv PYTHON=$(PYTHON) sh requirements/lock.sh
 
 # Library tests, notebook validation (nbval, strict) and the grading pipeline; then the lectures again
 # under other CPU kernels and thread counts (their outputs must not depend on them). Two workers on two
@@ -120,13 +143,14 @@ hub-stop:
 	$(HUB_PYTHON) hub/course.py stop
 
 # The browser test's tools: Debian's chromium (as root, like bubblewrap; never a downloaded browser) and
-# Playwright from PyPI in the kit's venv.
+# Playwright from PyPI in the kit's venv, from its lock (requirements/browser.txt).
 browser-tools: $(STAMP)
 	@command -v chromium >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium; }; \
 	  else echo "error: chromium not found (apt-get install chromium)"; exit 1; fi; }
-	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt "playwright>=1.40"
+	$(LOCKED) requirements/browser.txt
+	$(CHECK)
 
 # The course's whole path in Chromium (tests_browser/, as root): students fetch, type, validate and submit
 # through JupyterLab on the hub; the instructor collects, grades and releases feedback; students read it;
@@ -143,13 +167,15 @@ test-browser: browser-tools hub-setup
 SITE_STAMP := $(VENV)/.site-installed
 SITE_NPM   := build/site-npm
 MATHJAX    := $(SITE_NPM)/node_modules/mathjax
-$(SITE_STAMP): $(STAMP) pyproject.toml constraints.txt
-	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[site]"
+$(SITE_STAMP): $(STAMP) requirements/site.txt
+	$(LOCKED) requirements/site.txt
+	$(CHECK)
 	touch $@
 
-$(MATHJAX)/es5/tex-mml-chtml.js:
+$(MATHJAX)/es5/tex-mml-chtml.js: $(NPM_MATHJAX)/package-lock.json
 	mkdir -p $(SITE_NPM)
-	npm install --prefix $(SITE_NPM) --no-audit --no-fund --silent mathjax@$(MATHJAX_VERSION)
+	cp $(NPM_MATHJAX)/package.json $(NPM_MATHJAX)/package-lock.json $(SITE_NPM)/
+	npm ci --prefix $(SITE_NPM) --no-audit --no-fund --silent
 
 site: $(SITE_STAMP) $(MATHJAX)/es5/tex-mml-chtml.js
 	$(PY) site/build.py --mathjax $(MATHJAX)

@@ -63,6 +63,7 @@ import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+RECORD = Path("share") / "attnkit" / "lock.txt"       # attnkit_grader.locks.RECORD: the lock a venv was made from
 PREFIX = Path(os.environ.get("ATTNKIT_COURSE_PREFIX", "/opt/attnkit-course"))
 PORT = int(os.environ.get("ATTNKIT_HUB_PORT", "8000"))
 COURSE_ID = "attention-kit"
@@ -72,7 +73,8 @@ INSTRUCTORS_GROUP = "attnkit-instructors"
 DOOR_VARIABLE = "ATTNKIT_SANDBOX_DOOR"        # attnkit_grader.isolation.door.DOOR_VARIABLE
 SUDOERS = Path("/etc/sudoers.d/attnkit-course")
 PROFILE = Path("/etc/profile.d/attnkit-course.sh")
-PROXY_VERSION = "5"                 # configurable-http-proxy major version (npm)
+LOCK = REPO / "requirements" / "hub.txt"          # the course environment's lock (make lock; attnkit_grader.locks)
+PROXY_LOCK = REPO / "requirements" / "npm" / "proxy"   # configurable-http-proxy's package.json and package-lock.json
 INSTRUCTOR_EXTENSIONS = {            # switched off for everyone by the edition's postBuild, on for the instructor
     "server": ("nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list"),
     "lab": ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment", "@jupyter/nbgrader:course-list"),
@@ -164,12 +166,13 @@ def require_root():
 
 
 def environment(edition):
-    """PREFIX/venv from the student edition (+ the hub); PREFIX/grader and PREFIX/bin/attnkit for the instructor.
-    Each is rebuilt only when what it is made from changed."""
+    """PREFIX/venv from the hub's lock and the student edition; PREFIX/grader and PREFIX/bin/attnkit for the
+    instructor. Each is rebuilt only when what it is made from changed."""
     venv = PREFIX / "venv"
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     inputs = {name: (edition / name).read_text() for name in ("pyproject.toml", "constraints.txt", "postBuild")}
     inputs["attnkit"] = tree_digest(edition / "lib" / "attnkit")
+    inputs["lock"] = LOCK.read_text()
     if changed(PREFIX / "environment.json", inputs, venv / "bin" / "jupyterhub"):
         say(f"building {venv} from {edition} (about a minute)")
         for stale in venv.glob("lib/python3*/site-packages/attnkit-grader.pth"):    # pip would check the grader's
@@ -180,9 +183,15 @@ def environment(edition):
         no_pip = subprocess.run([python, "-c", "import ensurepip"], capture_output=True).returncode
         if no_pip:
             apt_install("python3-venv")                                # Debian splits venv's pip out
-        if not (venv / "bin" / "python").exists():
-            run([python, "-m", "venv", str(venv)])
-        run(pip + ["-c", str(edition / "constraints.txt"), f"{edition}[notebooks,hub]"])
+        if (venv / "bin" / "python").exists():
+            shutil.rmtree(venv)                              # only the lock's packages, none left from before
+        run([python, "-m", "venv", str(venv)])
+        # Every package from the lock, hashes checked, wheels only; then the edition's student package alone.
+        run(pip + ["--require-hashes", "--only-binary", ":all:", "-r", str(LOCK)])
+        run(pip + ["--no-deps", "--no-build-isolation", str(edition)])
+        run([str(venv / "bin" / "python"), "-m", "pip", "check"], quiet=True)
+        (venv / RECORD).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(LOCK, venv / RECORD)                  # what attnkit_grader.locks.identity() reads
         # The edition's postBuild switches the instructor's nbgrader extensions off in this environment.
         run(["sh", str(edition / "postBuild")], env={**os.environ, "PATH": f"{venv}/bin:/usr/bin:/bin"}, quiet=True)
         (PREFIX / "environment.json").write_text(json.dumps(inputs))
@@ -200,8 +209,8 @@ def environment(edition):
         say(f"installing the grader in {grader}")
         if grader.exists():
             shutil.rmtree(grader)
-        run(pip + ["--no-deps", "--target", str(grader), str(REPO / "lib" / "grader"), "pyseccomp>=0.1.2,<0.2"],
-            quiet=True)
+        run(pip + ["--no-deps", "--no-build-isolation", "--target", str(grader), str(REPO / "lib" / "grader")],
+            quiet=True)                       # its dependencies, pyseccomp among them, are the lock's, in venv
         for path in [grader, *grader.rglob("*")]:
             os.chown(path, 0, gid, follow_symlinks=False)
             if not path.is_symlink():
@@ -321,13 +330,18 @@ def tree_digest(folder):
 
 
 def proxy():
-    """configurable-http-proxy from the npm registry, under PREFIX/proxy (the machine's Node.js runs it)."""
-    binary = PREFIX / "proxy" / "node_modules" / ".bin" / "configurable-http-proxy"
-    if binary.exists():
+    """configurable-http-proxy from the npm registry, under PREFIX/proxy (the machine's Node.js runs it), by
+    ``npm ci`` from the committed lock (requirements/npm/proxy)."""
+    folder = PREFIX / "proxy"
+    binary = folder / "node_modules" / ".bin" / "configurable-http-proxy"
+    lock = (PROXY_LOCK / "package-lock.json").read_bytes()
+    if binary.exists() and (folder / "package-lock.json").is_file() and (folder / "package-lock.json").read_bytes() == lock:
         return
-    say("installing configurable-http-proxy (npm)")
-    run(["npm", "install", "--prefix", str(PREFIX / "proxy"), "--no-audit", "--no-fund", "--loglevel=error",
-         f"configurable-http-proxy@{PROXY_VERSION}"])
+    say("installing configurable-http-proxy (npm ci)")
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("package.json", "package-lock.json"):
+        shutil.copyfile(PROXY_LOCK / name, folder / name)
+    run(["npm", "ci", "--prefix", str(folder), "--no-audit", "--no-fund", "--loglevel=error"])
 
 
 def ensure_group(name):

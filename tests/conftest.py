@@ -19,6 +19,14 @@ collect_ignore = ["fixtures"]
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def pytest_report_header(config):
+    """The Debian packages the kit uses, which no lock pins: their versions in every test log (no test
+    depends on them), beside the lock the environment was installed from."""
+    from attnkit_grader import locks
+
+    return [f"lock: {locks.identity()}", "system: " + "; ".join(locks.system_versions())]
+
+
 def example_class_generator():
     """examples/make_example_class.py as a module (it is a script, not a package)."""
     spec = importlib.util.spec_from_file_location("make_example_class",

@@ -13,76 +13,30 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-CONDA_TO_PIP = {"pytorch": "torch"}
-NOT_PACKAGES = {"python", "pip"}
-STUDENT_ONLY = {"font-ttf-noto-cjk"}           # conda's CJK font for the Chinese figures: no PyPI counterpart
-NOT_FOR_STUDENTS = {"site", "hub"}             # extras of the instructor's machine: the website, the hub
-LANGUAGE_PACKS = ["jupyterlab-language-pack-fr-FR", "jupyterlab-language-pack-zh-CN"]
-
-
-def _split(requirement):
-    """'torch>=2.2' -> ('torch', '>=2.2'), names normalised as PEP 503 does."""
-    match = re.fullmatch(r"\s*([A-Za-z0-9_.\-]+)\s*(.*?)\s*", requirement)
-    name = re.sub(r"[-_.]+", "-", match.group(1)).lower()
-    return name, match.group(2).replace(" ", "")
-
-
-def pyproject_requirements():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    requirements = list(project["dependencies"])
-    for name, extra in project["optional-dependencies"].items():
-        if name not in NOT_FOR_STUDENTS:
-            requirements += extra
-    return dict(_split(r) for r in requirements)
 
 
 def environment():
     return yaml.safe_load((ROOT / "environment.yml").read_text())
 
 
-def conda_requirements():
-    """conda's packages and, from its pip section, the PyPI-only ones (JupyterLab's language packs)."""
-    found = {}
-    for entry in environment()["dependencies"]:
-        for requirement in entry.get("pip", []) if isinstance(entry, dict) else [entry]:
-            if requirement == ".":                  # the kit itself
-                continue
-            name, spec = _split(requirement)
-            if name not in NOT_PACKAGES | STUDENT_ONLY:
-                found[CONDA_TO_PIP.get(name, name)] = spec
-    return found
+def test_environment_yml_takes_python_and_pip_from_conda_and_the_rest_at_the_student_pins():
+    """conda installs CPython 3.11 and pip, nothing else; pip the kit as a regular package (so the reference
+    solutions, excluded from the wheel, never reach students) with the notebooks extra, at constraints.txt's pins."""
+    dependencies = environment()["dependencies"]
+    conda = [entry for entry in dependencies if not isinstance(entry, dict)]
+    assert conda == ["python=3.11", "pip"], conda
+    pip_sections = [entry["pip"] for entry in dependencies if isinstance(entry, dict)]
+    assert pip_sections == [["-c constraints.txt", ".[notebooks]"]], pip_sections
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert {"jupyterlab-language-pack-fr-FR", "jupyterlab-language-pack-zh-CN"} <= set(extras["notebooks"])
 
 
-def test_environment_yml_lists_the_same_dependencies_as_pyproject():
-    conda, pip = conda_requirements(), pyproject_requirements()
-    only_conda = {k: v for k, v in conda.items() if k not in pip}
-    only_pip = {k: v for k, v in pip.items() if k not in conda}
-    different = {k: (pip[k], conda[k]) for k in pip.keys() & conda.keys() if pip[k] != conda[k]}
-    assert not only_conda and not only_pip and not different, (
-        f"environment.yml and pyproject.toml disagree: only in environment.yml {only_conda}, "
-        f"only in pyproject.toml {only_pip}, different ranges (pyproject, conda) {different}")
-
-
-def test_environment_installs_the_kit_without_editable_mode():
-    """pip installs the kit as a regular package, and besides it only JupyterLab's language packs."""
-    pip_sections = [e["pip"] for e in environment()["dependencies"] if isinstance(e, dict)]
-    assert pip_sections == [[".", *LANGUAGE_PACKS]], (
-        "environment.yml must install the kit as a regular package ('- .' under pip:), so the reference "
-        "solutions (excluded from the wheel) never reach students, and JupyterLab's French and Chinese "
-        f"language packs, nothing else; got {pip_sections}")
-
-
-def test_environment_names_a_cjk_font_for_the_chinese_figures():
-    assert "font-ttf-noto-cjk" in environment()["dependencies"]
-
-
-def test_torch_is_pinned_by_the_constraints_file_used_in_setup():
-    pins = [line.strip() for line in (ROOT / "constraints.txt").read_text().splitlines()
-            if line.strip() and not line.startswith("#")]
-    assert "torch==2.13.0" in pins
-    assert "-c constraints.txt" in (ROOT / "Makefile").read_text()
-    torch_range = pyproject_requirements()["torch"]
-    assert "==" not in torch_range, "the package's own torch range must stay loose"
+def test_the_package_ranges_stay_loose_and_the_lock_pins_torch():
+    """The student package's own ranges stay loose (other systems resolve them); the exact versions are the
+    lock's (tests/test_lock.py), which the Makefile installs."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert all("==" not in requirement for requirement in project["dependencies"]), project["dependencies"]
+    assert "--require-hashes" in (ROOT / "Makefile").read_text() and "requirements/kit.txt" in (ROOT / "Makefile").read_text()
 
 
 def test_ci_runs_the_readme_test_command():

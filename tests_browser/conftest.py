@@ -24,6 +24,13 @@ CHROMIUM = os.environ.get("ATTNKIT_CHROMIUM", "/usr/bin/chromium")
 URL = f"http://127.0.0.1:{hub.PORT}"
 
 
+def pytest_report_header(config):
+    """Chromium and the rest of what the course takes from Debian (no lock pins them), in the test log."""
+    from attnkit_grader import locks
+
+    return "system: " + "; ".join(locks.system_versions())
+
+
 def pytest_configure(config):
     if os.geteuid() != 0:
         pytest.exit("tests_browser: run as root (make test-browser): they create users and start JupyterHub", 2)
