@@ -36,7 +36,7 @@ import pytest
 from markupsafe import escape
 from conftest import Clock, copy_course
 
-from attnkit_grader import CellResult, CheckResult, Course, Message, SubmissionResult, grade
+from attnkit_grader import CellResult, CheckResult, Course, Message, SubmissionResult, grade, locks
 from attnkit_grader.autograders.sandboxed import cell_issues, derive_seed, plain_cells
 from attnkit_grader.cli import parser
 from attnkit_grader.feedback import page
@@ -157,6 +157,10 @@ def test_any_change_to_code_that_decides_a_verdict_grades_a_resumed_batch_again(
             assert sandboxed.SandboxAutograder.fingerprint(autograder, release) != before, label
     monkeypatch.setattr(sandboxed, "verdict_code", real)
     assert sandboxed.SandboxAutograder.fingerprint(autograder, release) == before
+    identity = locks.identity()
+    for what, other in (("lock", "0" * 16), ("packages", "1" * 16), ("torch", "2.14.1"), ("numpy", "2.5.0")):
+        monkeypatch.setattr(locks, "identity", lambda what=what, other=other: {**identity, what: other})
+        assert sandboxed.SandboxAutograder.fingerprint(autograder, release) != before, what   # another environment
 
 
 def test_seeds_depend_on_course_assignment_and_student_only():

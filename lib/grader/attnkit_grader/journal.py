@@ -3,7 +3,8 @@
 A line is appended (and fsync'ed) only after the submission's scores are committed to the gradebook
 and its feedback is written, so every line stands for finished work. It is keyed by student,
 assignment, the sha256 of the notebook as handed in, and the grader's fingerprint (release notebook,
-probes, judges, runner, limits): a changed submission or a changed grader never matches an old line.
+probes, judges, runner, limits, and the environment: its lock, its packages, the torch and numpy the sandboxes
+import): a changed submission, a changed grader or another environment never matches an old line.
 A line cut short by ``kill -9`` (no newline, or not JSON) is ignored, and the next append starts on a
 fresh line. Each line is a :class:`~attnkit_grader.results.SubmissionResult` record with its
 version; a line of another version (an older grader's) is never reused: it is counted and a warning

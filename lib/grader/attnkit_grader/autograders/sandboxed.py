@@ -53,7 +53,7 @@ import attnkit
 import attnkit_sandbox
 from attnkit_sandbox import channel, runner
 
-from .. import authoring, autograded_notebook, feedback, files, judging
+from .. import authoring, autograded_notebook, feedback, files, judging, locks
 from ..files import remove
 from ..isolation import bwrap, door, notebook_run, slots, staging
 from ..isolation import warm as warm_start
@@ -178,11 +178,12 @@ class SandboxAutograder(Autograder):
         return self.releases[assignment]
 
     def fingerprint(self, release):
-        """What the grades of a submission depend on besides the notebook itself."""
+        """What the grades of a submission depend on besides the notebook itself, the environment included (its
+        lock, every installed package, the torch and numpy the sandboxes import: :func:`attnkit_grader.locks.identity`)."""
         digest = hashlib.sha256()
         parts = [str(GRADER_VERSION), self.course.course_id, release.assignment, release.name,
                  hashlib.sha256(self.key.encode()).hexdigest(), repr(self.cell_timeout), repr(self.retries),
-                 repr(dataclasses.replace(self.limits, uid=0))]
+                 repr(dataclasses.replace(self.limits, uid=0)), json.dumps(locks.identity(), sort_keys=True)]
         for part in parts:
             digest.update(part.encode() + b"\0")
         digest.update(release.data)
