@@ -4,7 +4,8 @@
 
 It holds what a student needs and nothing an instructor keeps:
 - ``course/``: the executed lectures; ``release/``: the assignments as nbgrader released them;
-- ``lib/attnkit`` with ``pyproject.toml`` and ``constraints.txt``: the student package, installable as
+- ``lib/attnkit`` with ``pyproject.toml`` and ``constraints.txt`` (the student pins: the versions the kit's
+  lock tests, without hashes or local labels): the student package, installable as
   ``pip install -c constraints.txt ".[notebooks]"`` (its wheel holds no grader, no solution, no script);
 - ``environment.yml``: the same for conda, and what Binder reads;
 - ``postBuild``: Binder runs it after building the environment; students run it once after installing.
@@ -94,7 +95,8 @@ With conda (also what Binder uses):
     conda activate attention-kit
     sh postBuild
 
-or with pip, in a virtual environment (Python 3.10 or newer):
+or with pip, in a virtual environment (Python 3.11: the course is tested with it on Linux; `constraints.txt`
+pins the versions it is tested with, and other systems and Pythons may work but are untested):
 
     python -m venv .venv
     .venv/bin/pip install -c constraints.txt ".[notebooks]"
