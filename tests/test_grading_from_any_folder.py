@@ -5,7 +5,7 @@ environment that bubblewrap had bound there, so every module torch imports late 
 first optimizer step) was gone and the reference solution lost a check. Here the kit's own environment is
 reached through a path under /tmp, with a space in it and behind a symbolic link (a bind mount in a private
 mount namespace of the test's own: root only, as CI runs), and the example class is graded from there, warm
-and cold, every grade as examples/example_class/expected_scores.json says.
+and cold, with the door's umask (077), every grade as examples/example_class/expected_scores.json says.
 """
 
 import json
@@ -27,8 +27,9 @@ EXAMPLE = ROOT / "examples" / "example_class"
 SLOW = {"infinite_loop"}
 
 DRIVER = """
-import json, sys
+import json, os, sys
 from attnkit_grader import grade
+os.umask(0o077)                  # as the hub's door runs: what the sandbox makes must not depend on the umask
 course, submissions, students, mode = sys.argv[1:]
 run = grade(course, [], submissions, students, f"{course}/grades-{mode}", warm=(mode == "warm"), workers=2)
 print(json.dumps({"prefix": sys.prefix, "points": run.table.as_dict(),

@@ -259,9 +259,15 @@ def hold_mounts_below(folder, skip):
 def restore_mounts(held):
     """Bind each held mount back at its path, under the fresh tmpfs, read-only as bubblewrap bound it."""
     for point, fd in held:
-        os.makedirs(os.path.dirname(point), mode=0o755, exist_ok=True)
+        parts = point.strip("/").split("/")
+        for depth in range(2, len(parts)):           # below the fresh /tmp, each folder open to the job's uid
+            folder = "/" + "/".join(parts[:depth])
+            if not os.path.isdir(folder):
+                os.mkdir(folder)
+                os.chmod(folder, 0o755)              # whatever the umask (the door's is 077)
         if stat.S_ISDIR(os.fstat(fd).st_mode):
-            os.mkdir(point, 0o755)
+            os.mkdir(point)
+            os.chmod(point, 0o755)
         else:
             os.close(os.open(point, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444))
         mount(f"/proc/self/fd/{fd}", point, None, MS_BIND | MS_REC)
