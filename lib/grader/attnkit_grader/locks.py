@@ -23,6 +23,7 @@ import platform
 import re
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 LOCAL = {"attention-kit", "attention-kit-grader"}      # this checkout's packages: installed apart, never locked
@@ -63,11 +64,17 @@ def student(lock):
             "# system (untested elsewhere). Written by make lock; never edit by hand.\n" + "\n".join(lines) + "\n")
 
 
+def site_packages():
+    """This environment's own folders of installed packages (not the whole sys.path: setuptools, once imported,
+    appends its vendored copies to it, which no installer put there)."""
+    return list(dict.fromkeys(sysconfig.get_path(name) for name in ("purelib", "platlib")))
+
+
 def installed(path=None):
-    """{name: version} of the distributions this interpreter imports from (``path``: sys.path), the first of
-    each name, as the import system takes it."""
+    """{name: version} of the distributions installed in ``path`` (default: :func:`site_packages`), the first of
+    each name."""
     found = {}
-    for distribution in importlib.metadata.distributions(path=path if path is not None else sys.path):
+    for distribution in importlib.metadata.distributions(path=path if path is not None else site_packages()):
         name = distribution.metadata["Name"]
         if name:
             found.setdefault(normalise(name), distribution.version)
