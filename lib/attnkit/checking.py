@@ -250,12 +250,12 @@ _recorder = None           # a _Recorder while the instructor's tools write the 
 class _Recorder:
     """What the visible checks meet while the instructor's grader runs them on the reference and on each known
     mistake to write ``attnkit/worked/`` (the catalogue's ``write_worked``): ``values`` {key: the
-    numbers expect_worked got}, ``failures`` {what: how the check failed}. ``reference``: the reference's values,
+    numbers expect_worked got}, ``atol`` {key: the check's tolerance}, ``failures`` {what: how the check failed}. ``reference``: the reference's values,
     against which a mistake's numbers are compared as a student's would be, so that a check fails where it would
     fail in a notebook (and the checks after it in the same block are not reached)."""
 
     def __init__(self, reference=None):
-        self.values, self.failures, self.reference = {}, {}, reference
+        self.values, self.failures, self.reference, self.atol = {}, {}, reference, {}
 
     def failed(self, what, signature):
         if what in self.failures:
@@ -358,6 +358,7 @@ def expect_worked(actual, key, what, atol=1e-4, expected=None):
     if _recorder is not None:
         _recorder.values[key] = actual.detach().cpu().to(torch.float64).tolist() \
             if isinstance(actual, torch.Tensor) else None
+        _recorder.atol[key] = atol
         if shipped:
             if _recorder.reference is None or _recorder.reference.get(key) is None:
                 return                          # the reference itself is being recorded
