@@ -46,9 +46,11 @@ def test_the_edition_offers_every_language_and_says_how_to_switch_jupyterlab(edi
         assert lectures == {p.name for p in (ROOT / "course").glob("*.ipynb")}, language
         assert f"course/{language}/" in readme
     assert "Settings → Language" in readme
+    assert "- .[notebooks]" in environment, "environment.yml (conda, Binder) does not install the notebooks extra"
+    assert "- -c constraints.txt" in environment and (edition / "constraints.txt").is_file()
     for pack in ("jupyterlab-language-pack-fr-FR", "jupyterlab-language-pack-zh-CN"):
-        assert pack in environment, f"environment.yml (conda, Binder) does not install {pack}"
         assert '".[notebooks]"' in readme.split("pip install", 1)[1].splitlines()[0]
+        assert f"{pack.lower()}==" in (edition / "constraints.txt").read_text().lower(), f"no student pin for {pack}"
         assert pack in tomllib.loads((edition / "pyproject.toml").read_text())["project"]["optional-dependencies"][
             "notebooks"], f"pip's notebooks extra (the pip install in README, the hub) does not install {pack}"
 
