@@ -1,5 +1,6 @@
 """attnkit.attention: parity with PyTorch, float64 references, properties over shapes, bad input."""
 
+import copy
 import math
 
 import pytest
@@ -256,6 +257,137 @@ def test_float64_modules_work():
     assert model(X, X, X, need_weights=True).dtype == torch.float64
 
 
+def reference_multihead(model, queries, keys, values, valid_lens=None, causal=False):
+    """The definition as a loop over batch, query and head (use float64): no kernel, no mask tensor."""
+    def linear(W, X):
+        return X @ W.weight.T + (0 if W.bias is None else W.bias)
+    Q, K, V = linear(model.W_q, queries), linear(model.W_k, keys), linear(model.W_v, values)
+    (batch_size, num_queries, num_hiddens), num_keys = Q.shape, K.shape[1]
+    head_dim = num_hiddens // model.num_heads
+    rows = []
+    for b in range(batch_size):
+        for i in range(num_queries):
+            n = num_keys if valid_lens is None else int(valid_lens[b] if valid_lens.dim() == 1 else valid_lens[b, i])
+            n = min(n, i + 1) if causal else n             # query i sees keys 0 .. n-1
+            for h in range(model.num_heads):
+                cols = slice(h * head_dim, (h + 1) * head_dim)
+                if n == 0:                                 # no visible key: zeros, by the kit's convention
+                    rows.append(Q.new_zeros(head_dim))
+                    continue
+                weights = torch.softmax(K[b, :n, cols] @ Q[b, i, cols] / math.sqrt(head_dim), dim=0)
+                rows.append(weights @ V[b, :n, cols])
+    return linear(model.W_o, torch.cat(rows).reshape(batch_size, num_queries, num_hiddens))
+
+
+def explicit_causal_sdpa(real_sdpa):
+    """F.scaled_dot_product_attention with ``is_causal=True`` replaced by the explicit lower-triangular mask."""
+    def sdpa(q, k, v, attn_mask=None, is_causal=False, **kwargs):
+        if is_causal:
+            attn_mask = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
+        return real_sdpa(q, k, v, attn_mask=attn_mask, **kwargs)
+    return sdpa
+
+
+def output_and_gradients(model, queries, keys, values, forward):
+    """forward(queries, keys, values) and the gradients of a fixed random projection of it."""
+    inputs = [X.detach().requires_grad_() for X in (queries, keys, values)]
+    output = forward(*inputs)
+    probe = torch.randn(output.shape, generator=torch.Generator().manual_seed(9), dtype=torch.float64).to(output)
+    grads = torch.autograd.grad((output * probe).sum(), [*inputs, *model.parameters()])
+    return output, grads
+
+
+CAUSAL_CASES = {  # name: (num_queries, num_keys, valid_lens, causal)
+    "causal": (7, 7, None, True),
+    "causal+full lengths": (7, 7, [7, 7], True),
+    "causal+padding": (7, 7, [4, 7], True),
+    "causal+per-query with empty rows": (5, 5, [[0, 2, 5, 1, 5], [5, 0, 0, 3, 4]], True),
+    "self": (7, 7, None, False),
+    "cross": (3, 8, None, False),
+    "cross+padding": (3, 8, [0, 5], False),
+    "cross+per-query with empty rows": (3, 8, [[8, 0, 2], [1, 8, 0]], False),
+}
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+@pytest.mark.parametrize("case", CAUSAL_CASES)
+def test_multihead_matches_float64_loop_forward_and_gradients(case, need_weights):
+    num_queries, num_keys, valid_lens, causal = CAUSAL_CASES[case]
+    torch.manual_seed(10)
+    model = MultiHeadAttention(12, 3, bias=True).double().eval()
+    queries = torch.randn(2, num_queries, 12, dtype=torch.float64)
+    keys = queries if causal else torch.randn(2, num_keys, 12, dtype=torch.float64)
+    values = torch.randn(2, num_keys, 12, dtype=torch.float64)
+    lens = None if valid_lens is None else torch.tensor(valid_lens)
+    output, grads = output_and_gradients(model, queries, keys, values,
+                                         lambda *X: model(*X, lens, causal=causal, need_weights=need_weights))
+    expected, expected_grads = output_and_gradients(model, queries, keys, values,
+                                                    lambda *X: reference_multihead(model, *X, lens, causal))
+    torch.testing.assert_close(output, expected, atol=1e-12, rtol=1e-10)
+    for grad, expected_grad in zip(grads, expected_grads):
+        torch.testing.assert_close(grad, expected_grad, atol=1e-12, rtol=1e-10)
+    if lens is not None:   # a query with no visible key outputs the output bias alone
+        empty = (lens if lens.dim() == 2 else lens[:, None].expand(-1, num_queries)) == 0
+        torch.testing.assert_close(output[empty], model.W_o.bias.expand(int(empty.sum()), -1), atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("valid_lens", [None, [9, 9], [[9] * 9, [9] * 9]], ids=["none", "full", "full per query"])
+def test_fast_causal_path_equals_explicit_mask_path(monkeypatch, valid_lens):
+    torch.manual_seed(11)
+    model = MultiHeadAttention(16, 4, bias=True).double().eval()   # float64: the same figures on any kernel
+    X = torch.randn(2, 9, 16, dtype=torch.float64)
+    lens = None if valid_lens is None else torch.tensor(valid_lens)
+    fast = output_and_gradients(model, X, X, X, lambda *X: model(*X, lens, causal=True))
+    monkeypatch.setattr(F, "scaled_dot_product_attention", explicit_causal_sdpa(F.scaled_dot_product_attention))
+    explicit = output_and_gradients(model, X, X, X, lambda *X: model(*X, lens, causal=True))
+    for got, expected in zip([fast[0], *fast[1]], [explicit[0], *explicit[1]]):
+        torch.testing.assert_close(got, expected, **TOL)
+
+
+def test_the_explicit_causal_stand_in_really_masks():
+    """Guard for the test above: its stand-in for is_causal=True does hide the future keys."""
+    sdpa = explicit_causal_sdpa(F.scaled_dot_product_attention)
+    q, k, v = torch.randn(1, 1, 4, 3), torch.randn(1, 1, 4, 3), torch.randn(1, 1, 4, 3)
+    torch.testing.assert_close(sdpa(q, k, v, is_causal=True)[..., 0, :], v[..., 0, :])
+    assert not torch.allclose(sdpa(q, k, v, is_causal=True), sdpa(q, k, v))
+
+
+SDPA_CALLS = {  # name: (num_queries, num_keys, valid_lens, causal, is_causal expected, mask expected)
+    "plain causal": (6, 6, None, True, True, False),
+    "causal, lengths mask nothing": (6, 6, [6, 6], True, True, False),
+    "causal, per-query lengths mask nothing": (6, 6, [[6] * 6, [6] * 6], True, True, False),
+    "causal+padding": (6, 6, [4, 6], True, False, True),
+    "self": (6, 6, None, False, False, False),
+    "self, lengths mask nothing": (6, 6, [6, 6], False, False, False),
+    "padding": (6, 6, [3, 6], False, False, True),
+    "cross": (3, 7, None, False, False, False),
+    "cross+padding": (3, 7, [7, 2], False, False, True),
+}
+
+
+@pytest.mark.parametrize("case", SDPA_CALLS)
+def test_fused_path_gives_sdpa_is_causal_or_the_mask_it_needs(monkeypatch, case):
+    num_queries, num_keys, valid_lens, causal, is_causal, masked = SDPA_CALLS[case]
+    calls, real_sdpa = [], F.scaled_dot_product_attention
+
+    def spy(q, k, v, attn_mask=None, is_causal=False, **kwargs):
+        calls.append((attn_mask, is_causal))
+        return real_sdpa(q, k, v, attn_mask=attn_mask, is_causal=is_causal, **kwargs)
+
+    monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
+    model = MultiHeadAttention(8, 2).eval()
+    queries, keys = torch.randn(2, num_queries, 8), torch.randn(2, num_keys, 8)
+    lens = None if valid_lens is None else torch.tensor(valid_lens)
+    model(queries, queries if causal else keys, queries if causal else keys, lens, causal=causal)
+    [(attn_mask, got_is_causal)] = calls
+    assert got_is_causal is is_causal
+    if masked:
+        expected = attention_mask(num_queries, num_keys, lens, causal)
+        assert torch.equal(attn_mask, expected.unsqueeze(1)), "(batch, 1, q, k): one mask for every head"
+    else:
+        assert attn_mask is None
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_multihead_on_gpu_matches_cpu():
     torch.manual_seed(7)
@@ -266,6 +398,22 @@ def test_multihead_on_gpu_matches_cpu():
     for need_weights in (False, True):
         output = cuda(X.cuda(), X.cuda(), X.cuda(), lens.cuda(), causal=True, need_weights=need_weights)
         torch.testing.assert_close(output.cpu(), expected, **TOL)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-4), (torch.bfloat16, 5e-2)], ids=["fp32", "bf16"])
+def test_fast_causal_path_on_gpu_matches_float64_cpu(dtype, tol):
+    """GPU causal kernels (is_causal=True), forward and gradients, against the float64 explicit softmax on CPU."""
+    torch.manual_seed(12)
+    model = MultiHeadAttention(64, 4).double().eval()   # no key bias: its gradient is zero
+    X = torch.randn(2, 300, 64, dtype=torch.float64)
+    expected = output_and_gradients(model, X, X, X, lambda *X: model(*X, causal=True, need_weights=True))
+    cuda = copy.deepcopy(model).to("cuda", dtype)
+    X = X.to("cuda", dtype)
+    got = output_and_gradients(cuda, X, X, X, lambda *X: cuda(*X, causal=True))
+    for got, expected in zip([got[0], *got[1]], [expected[0], *expected[1]]):
+        scale = float(expected.detach().abs().max())
+        torch.testing.assert_close(got.double().cpu(), expected, atol=tol * scale, rtol=tol)
 
 
 BAD_INPUT = {
@@ -288,6 +436,8 @@ BAD_INPUT = {
     "negative valid_lens": (lambda: masked_softmax(torch.randn(2, 3, 4), torch.tensor([-1, 2])), "valid_lens"),
     "scores of rank 2": (lambda: masked_softmax(torch.randn(3, 4)), "X"),
     "causal with different lengths": (lambda: masked_softmax(torch.randn(1, 3, 4), causal=True), "causal"),
+    "causal cross-attention (fused)": (lambda: MultiHeadAttention(8, 2)(torch.randn(1, 3, 8), torch.randn(1, 4, 8),
+                                                                        torch.randn(1, 4, 8), causal=True), "causal"),
 }
 
 
@@ -304,8 +454,6 @@ def test_float_valid_lens_is_a_type_error():
 
 
 def test_kept_weights_are_detached_so_the_module_can_be_copied():
-    import copy
-
     model = MultiHeadAttention(8, 2)
     X = torch.randn(1, 3, 8, requires_grad=True)
     model(X, X, X, need_weights=True).sum().backward()

@@ -31,6 +31,23 @@ def attention_mask(num_queries, num_keys, valid_lens=None, causal=False, device=
     return mask
 
 
+def fused_mask(num_queries, num_keys, valid_lens=None, causal=False, device=None):
+    """(mask, is_causal) for scaled_dot_product_attention: mask (1 or batch, 1, num_queries, num_keys) or None.
+
+    The plain causal mask becomes ``is_causal=True`` and no mask, so PyTorch can pick its causal kernels, which
+    skip the blocks above the diagonal. That is exact only here: causal attention needs num_queries == num_keys
+    (``attention_mask`` raises otherwise), where PyTorch's top-left aligned triangle is the kit's j <= i; every
+    query sees key 0, so no row is fully masked. Valid lengths that mask nothing (all equal to num_keys) are
+    dropped; any others need the explicit mask, since PyTorch takes either a mask or ``is_causal``, not both.
+    """
+    if valid_lens is not None and num_keys > 0 and bool((valid_lens == num_keys).all()):
+        valid_lens = None          # (with no key at all, lengths of 0 keep the mask: it zeroes those rows)
+    if causal and valid_lens is None and num_queries == num_keys:
+        return None, True
+    mask = attention_mask(num_queries, num_keys, valid_lens, causal, device)
+    return (None if mask is None else mask.unsqueeze(1)), False    # (1 or batch, 1, q, k): same for every head
+
+
 def masked_softmax(X, valid_lens=None, causal=False):
     """Softmax over the last axis of X (batch, num_queries, num_keys), keys beyond ``valid_lens`` masked.
 
@@ -119,33 +136,34 @@ class MultiHeadAttention(nn.Module):
         batch_size, num_queries, num_keys, valid_lens = check_attention_inputs(
             queries, keys, values, self.num_hiddens, valid_lens)
 
-        queries = transpose_qkv(self.W_q(queries), self.num_heads)    # (batch * num_heads, q, head_dim)
-        keys = transpose_qkv(self.W_k(keys), self.num_heads)          # (batch * num_heads, k, head_dim)
-        values = transpose_qkv(self.W_v(values), self.num_heads)      # (batch * num_heads, k, head_dim)
-
+        queries, keys, values = self.W_q(queries), self.W_k(keys), self.W_v(values)  # (batch, n, num_hiddens)
         if need_weights:
+            queries, keys, values = (transpose_qkv(X, self.num_heads) for X in (queries, keys, values))
+            # queries: (batch * num_heads, q, head_dim), keys and values: (batch * num_heads, k, head_dim)
             if valid_lens is not None:   # every head of a sequence sees the same valid keys
                 valid_lens = valid_lens.repeat_interleave(self.num_heads, dim=0)  # (batch * num_heads, ...)
             output = self.attention(queries, keys, values, valid_lens, causal)
             weights = self.attention.attention_weights                # (batch * num_heads, q, k)
             self.attention_weights = weights.reshape(batch_size, self.num_heads, num_queries, num_keys)
+            output = transpose_output(output, self.num_heads)          # (batch, q, num_hiddens)
         else:
-            output = self._fused_attention(queries, keys, values, valid_lens, causal)
+            output = self._fused_attention(queries, keys, values, valid_lens, causal)  # (batch, q, num_hiddens)
             self.attention_weights = None
-        return self.W_o(transpose_output(output, self.num_heads))      # (batch, q, num_hiddens)
+        return self.W_o(output)                                        # (batch, q, num_hiddens)
 
     def _fused_attention(self, queries, keys, values, valid_lens, causal):
-        """PyTorch's fused kernel on (batch * num_heads, n, head_dim) inputs; never forms the weights."""
-        # The fused CPU kernel only accepts 4-D inputs: view heads as their own axis (no copy).
-        q, k, v = (X.unflatten(0, (-1, self.num_heads)) for X in (queries, keys, values))  # (batch, heads, n, d)
-        mask = attention_mask(q.shape[2], k.shape[2], valid_lens, causal, q.device)
-        if mask is not None:
-            mask = mask.unsqueeze(1)                                   # (1 or batch, 1, q, k): same for every head
+        """PyTorch's fused kernel: (batch, n, num_hiddens) projections -> (batch, q, num_hiddens), no weights."""
+        # Heads as their own axis by views, not copies as in transpose_qkv: the kernel reads strided 4-D inputs.
+        q, k, v = (X.unflatten(-1, (self.num_heads, -1)).transpose(1, 2)
+                   for X in (queries, keys, values))                   # (batch, heads, n, head_dim)
+        mask, is_causal = fused_mask(q.shape[2], k.shape[2], valid_lens, causal, q.device)
         p = self.attention.dropout.p if self.training else 0.0
-        output = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (batch, heads, q, d)
+        output = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p,
+                                                is_causal=is_causal)  # (batch, heads, q, d)
         if mask is not None:
             # A query with no visible key: torch >= 2.5 returns zeros there, older releases NaN. Zero those
             # rows here, as masked_softmax does on the other path, so the result never depends on the version.
             no_key = ~mask.any(dim=-1, keepdim=True)                   # (1 or batch, 1, q, 1)
             output = output.masked_fill(no_key, 0.0)                   # (batch, heads, q, d)
-        return output.flatten(0, 1)                                    # (batch * num_heads, q, head_dim)
+        return output.transpose(1, 2).flatten(2)                       # (batch, q, num_hiddens)
+
