@@ -89,6 +89,10 @@ class Autograder(abc.ABC):
         """An :class:`Activity` for the progress line, or None where the grader does not tell."""
         return None
 
+    def close(self):
+        """Give back what the batch held (sandbox slots, sessions, connections); called once the batch ends or
+        stops."""
+
 
 class NbgraderAutograder(Autograder):
     """nbgrader's own autograde (forced) and generate_feedback, one submission at a time, in this process."""

@@ -77,6 +77,7 @@ class ClusterAutograder(SandboxAutograder):
 
     def close(self):
         """Disconnect from the scheduler (the cluster stays up for the next batch)."""
+        super().close()
         if self.client is not None:
             self.client.close()
             self.client = None
