@@ -20,6 +20,7 @@ import planted_faults
 from attnkit_grader import canary, cli, pipeline
 from attnkit_grader.course import Course
 from attnkit_grader.isolation import bwrap, door, staging
+from attnkit_grader.isolation.notebook_run import RunnerJob
 from attnkit_grader.judging import registry
 from attnkit_grader.release_cells import Release
 from attnkit_grader.results import CellResult, CheckResult, SubmissionResult
@@ -90,6 +91,61 @@ def test_a_check_that_moved_is_named_with_its_points_and_what_failed():
         "test_pe_table", "test", 2.0, 2.0, ())})).passed
 
 
+# --- a cluster's vetting, with a stand-in for the Dask client ------------------------------------------------------
+
+class Answered:
+    def __init__(self, answer):
+        self.answer = answer
+
+    def result(self):
+        return self.answer
+
+    def release(self):
+        pass
+
+
+class Scheduler:
+    """A Dask client's stand-in: the connected workers ({address: name}), and each task answered by the first
+    worker it may run on (or by ``impostor``)."""
+
+    def __init__(self, workers):
+        self.workers, self.submitted, self.impostor = dict(workers), [], None
+
+    def scheduler_info(self, n_workers):
+        return {"workers": {address: {"name": name} for address, name in self.workers.items()}}
+
+    def submit(self, function, request, key, pure, workers=None, allow_other_workers=True):
+        self.submitted.append((sorted(workers), allow_other_workers))
+        name = self.impostor or self.workers[sorted(workers)[0]]
+        return Answered((name, door.encode(door.result_frames(bwrap.SandboxResult(True, exit_code=0)))))
+
+
+def test_a_worker_joining_mid_batch_is_vetted_before_it_takes_work_and_a_failing_one_is_left_out(tmp_path):
+    from attnkit_grader.autograders.base import BatchInterrupted
+    from attnkit_grader.cluster.launcher import ClusterError, ClusterLauncher
+
+    (tmp_path / "notebook.ipynb").write_bytes(b"{}")
+    vetted = []
+    scheduler = Scheduler({"tls://a:1": "w-a"})
+    launcher = ClusterLauncher(scheduler, door.CEILING, vet=lambda address, name: vetted.append(name) or name != "w-bad")
+    launcher.launch(RunnerJob(PS1), tmp_path)
+    assert vetted == ["w-a"] and scheduler.submitted[-1] == (["tls://a:1"], False)
+    scheduler.workers.update({"tls://b:2": "w-bad", "tls://c:3": "w-c"})
+    launcher.looked = None                                     # the scheduler is asked again
+    launcher.launch(RunnerJob(PS1), tmp_path)
+    assert vetted == ["w-a", "w-bad", "w-c"] and scheduler.submitted[-1] == (["tls://a:1", "tls://c:3"], False)
+    assert launcher.refused == {"tls://b:2": "w-bad"}
+    scheduler.impostor = "w-bad"                               # a reply from a worker that did not pass
+    with pytest.raises(ClusterError, match="has not passed the canary"):
+        launcher.launch(RunnerJob(PS1), tmp_path)
+    scheduler.impostor = None
+    del scheduler.workers["tls://a:1"], scheduler.workers["tls://c:3"]
+    launcher.looked = None
+    with pytest.raises(BatchInterrupted, match="no worker of the cluster passed the canary.*w-bad"):
+        launcher.launch(RunnerJob(PS1), tmp_path)
+    assert vetted == ["w-a", "w-bad", "w-c"]                  # each worker sings once
+
+
 # --- a batch ---------------------------------------------------------------------------------------------------
 
 @pytest.mark.slow
@@ -158,3 +214,51 @@ def test_through_the_door_a_fault_in_the_doors_own_staging_refuses_the_batch(san
     assert "test_rel_attention: 0 points, expected 8" in str(refused.value)
     assert not (root / "gradebook.db").exists() and not (root / "submitted").exists()
     assert not (root / "grades" / "journal.jsonl").exists()
+
+
+def faulty_worker(cluster, name, fault):
+    """Add a worker to ``cluster`` whose own staging plants ``fault`` (its interpreter runs a sitecustomize.py that
+    swaps staging.stage_packages for planted_faults.staged_with, from a folder the cluster's user can read)."""
+    folder = cluster.folder / f"fault-{name}"
+    folder.mkdir(mode=0o755)
+    (folder / "sitecustomize.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\nimport planted_faults\n"
+        f"from attnkit_grader.isolation import staging\n"
+        f"staging.stage_packages = planted_faults.staged_with({fault!r})\n")
+    (folder / "sitecustomize.py").chmod(0o644)
+    sound = cluster.environment
+    cluster.environment = {**sound, "PYTHONPATH": str(folder)}
+    try:
+        return cluster.add_worker(name)
+    finally:
+        cluster.environment = sound
+
+
+@pytest.mark.slow
+def test_on_dask_each_worker_sings_the_canary_and_a_failing_one_is_named_and_left_out(sandboxes, tmp_path):
+    """A cluster of a sound worker and one whose own staging plants a softmax off by 1e-3: the batch names the
+    faulty worker, leaves it out and takes no result from it; with the sound worker gone, the next batch is
+    refused (CanaryFailed: no worker passed) with nothing written."""
+    from attnkit_grader.autograders.cluster import ClusterAutograder
+    from attnkit_grader.cluster import local
+
+    root, submissions = course_with(tmp_path, {"ref_solution": [PS2], "bug_no_clip": [PS2]})
+    with local.LocalCluster(workers=1) as cluster:
+        faulty_worker(cluster, "worker-faulty", "softmax_off")
+        cluster.wait_for_workers(2)
+        grader = ClusterAutograder(Course(root), root / "grades", cluster.address, cluster.certs)
+        run = pipeline.grade(root, [PS2], submissions, autograder=grader)
+        assert run.canary.startswith("canary passed on 1 of 2 workers (worker-0)"), run.canary
+        assert run.canary.endswith("left out: worker-faulty"), run.canary
+        assert all(r.status == "graded" for r in run.submissions.values())
+        assert sum(run.table.points["ref_solution", PS2].values()) == 20
+        assert +grader.cluster_launcher.ran == {"worker-0": 2}           # every student's run
+        before = state_of(root)
+        cluster.kill_worker(0)
+        cluster.wait_for_workers(1)
+        with pytest.raises(canary.CanaryFailed) as refused:
+            pipeline.grade(root, [PS2], submissions, fresh=True, scheduler=cluster.address, certs=cluster.certs)
+        message = str(refused.value)
+        assert "on no worker of the cluster" in message and "worker worker-faulty:" in message, message
+        assert "test_rel_attention: 0 points, expected 8" in message
+        assert state_of(root) == before

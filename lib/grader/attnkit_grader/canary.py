@@ -30,7 +30,7 @@ from .autograders.base import Job
 from .files import remove
 from .judging import registry, variants
 
-__all__ = ["Case", "CanaryFailed", "Outcome", "cases", "check", "failure_text", "sing"]
+__all__ = ["Case", "CanaryFailed", "Outcome", "cases", "check", "failure_text", "sing", "sing_on"]
 
 log = logging.getLogger(__name__)
 
@@ -169,36 +169,66 @@ def summary(outcomes, seconds):
     return f"canary passed in {seconds:.1f} s ({', '.join(parts)} points, as expected)"
 
 
+def planned(grader, assignments, folder, tag=""):
+    """[(plan, case)] of the canary of each of ``assignments``, its notebooks written under ``folder`` (the
+    pseudo-students' names end with ``tag``, so that canaries graded at once never share a scratch folder)."""
+    plans = []
+    for assignment in assignments:
+        release = grader.release(assignment)
+        for case in cases(release):
+            where = folder / assignment / (case.student + tag)
+            where.mkdir(parents=True, exist_ok=True)
+            (where / f"{release.name}.ipynb").write_bytes(case.notebook)
+            plans.append((grader.plan(Job(assignment, case.student + tag, where)), case))
+    return plans
+
+
+def judged(grader, plan, case, done=None, error=None):
+    """The :class:`Outcome` of one canary run: ``done`` (the grader's Run) or the ``error`` it raised."""
+    if error is not None:
+        return check(case, error=f"{type(error).__name__}: {error}")
+    if not done.started:
+        return check(case, error=f"the sandbox did not start: {done.reason}")
+    return check(case, grader.decide(plan, done, "canary"))
+
+
+def verdict(outcomes, assignments, seconds):
+    """The line saying the canary passed (and its cost), else :class:`CanaryFailed` saying what moved."""
+    outcomes.sort(key=lambda o: (assignments.index(o.case.assignment), o.case.role != "solved"))
+    if not all(o.passed for o in outcomes):
+        raise CanaryFailed(failure_text(outcomes) + f"\n(the canary took {seconds:.1f} s)")
+    return summary(outcomes, seconds)
+
+
 def sing(grader, assignments):
     """Grade the canary of each of ``assignments`` with ``grader`` (a SandboxAutograder: its pool, its
     sandboxes, its judge); return the line saying it passed and its cost, else raise :class:`CanaryFailed`.
     Nothing is written but the runner's logs of the canary and its scratch folder (removed)."""
     start = time.perf_counter()
     folder = grader.work_dir / "canary"
-    plans, outcomes = {}, []
     try:
-        for assignment in assignments:
-            release = grader.release(assignment)
-            for case in cases(release):
-                where = folder / assignment / case.student
-                where.mkdir(parents=True, exist_ok=True)
-                (where / f"{release.name}.ipynb").write_bytes(case.notebook)
-                plan = grader.plan(Job(assignment, case.student, where))
-                plans[id(plan)] = plan, case
-        for plan, done, error in grader.in_pool([plan for plan, _ in plans.values()]):
-            case = plans[id(plan)][1]
-            if error is not None:
-                outcomes.append(check(case, error=f"{type(error).__name__}: {error}"))
-            elif not done.started:
-                outcomes.append(check(case, error=f"the sandbox did not start: {done.reason}"))
-            else:
-                outcomes.append(check(case, grader.decide(plan, done, "canary")))
+        plans = dict((id(plan), (plan, case)) for plan, case in planned(grader, assignments, folder))
+        outcomes = [judged(grader, plan, plans[id(plan)][1], done, error)
+                    for plan, done, error in grader.in_pool([plan for plan, _ in plans.values()])]
     finally:
         remove(folder)
-    seconds = time.perf_counter() - start
-    outcomes.sort(key=lambda o: (assignments.index(o.case.assignment), o.case.role != "solved"))
-    if not all(o.passed for o in outcomes):
-        raise CanaryFailed(failure_text(outcomes) + f"\n(the canary took {seconds:.1f} s)")
-    text = summary(outcomes, seconds)
+    text = verdict(outcomes, assignments, time.perf_counter() - start)
     log.info("%s", text)
     return text
+
+
+def sing_on(grader, assignments, launcher, tag):
+    """The canary graded one run after another by ``launcher`` (a cluster's worker, pinned), in this thread:
+    the line saying it passed, else :class:`CanaryFailed`."""
+    start = time.perf_counter()
+    folder = grader.work_dir / "canary" / tag
+    try:
+        outcomes = []
+        for plan, case in planned(grader, assignments, folder, f"-{tag}"):
+            try:
+                outcomes.append(judged(grader, plan, case, grader.run_one(plan, 0, launcher)))
+            except Exception as error:  # noqa: BLE001 - a canary that could not run has failed
+                outcomes.append(judged(grader, plan, case, error=error))
+    finally:
+        remove(folder)
+    return verdict(outcomes, assignments, time.perf_counter() - start)

@@ -216,12 +216,16 @@ class SandboxAutograder(Pool, Autograder):
             self.release(assignment)
         if self.canary and assignments:
             try:
-                self.canary_summary = sing(self, assignments)
+                self.canary_summary = self.sing(assignments)
             except BaseException:
                 self.close()
                 raise
         if self.fresh:
             self.journal.start_afresh()
+
+    def sing(self, assignments):
+        """The canary, in this batch's pool (:func:`..canary.sing`): its line, or CanaryFailed."""
+        return sing(self, assignments)
 
     def triage(self, issues, submission, released):
         """A notebook nbformat rejects is still graded when its cells can be read: its cells run as they are,
@@ -293,8 +297,9 @@ class SandboxAutograder(Pool, Autograder):
             self.journal.append(decided)
             yield published
 
-    def run_one(self, plan, slot):
-        """In a worker thread: the notebook in a sandbox (again without a cell that killed the run)."""
+    def run_one(self, plan, slot, launcher=None):
+        """In a worker thread: the notebook in a sandbox (again without a cell that killed the run), started by
+        worker ``slot``'s launcher (or ``launcher``)."""
         job, release = plan.job, plan.release
         start = time.perf_counter()
         limits = dataclasses.replace(self.limits, uid=worker_uid(slot))
@@ -310,8 +315,9 @@ class SandboxAutograder(Pool, Autograder):
         skipped, cpu = [], []
         try:
             while True:
-                result = notebook_run.run_notebook(self.launcher(slot), prepared, scratch, assignment=job.assignment,
-                                                   inputs=inputs, limits=limits, expected=release.expected,
+                result = notebook_run.run_notebook(launcher or self.launcher(slot), prepared, scratch,
+                                                   assignment=job.assignment, inputs=inputs, limits=limits,
+                                                   expected=release.expected,
                                                    cell_timeout=self.cell_timeout, skip=[n for n, _ in skipped],
                                                    language=feedback.language(job.folder))
                 cpu.append(result.result.cpu_seconds)
