@@ -217,15 +217,17 @@ def test_through_the_door_a_fault_in_the_doors_own_staging_refuses_the_batch(san
 
 
 def faulty_worker(cluster, name, fault):
-    """Add a worker to ``cluster`` whose own staging plants ``fault`` (its interpreter runs a sitecustomize.py that
-    swaps staging.stage_packages for planted_faults.staged_with, from a folder the cluster's user can read)."""
+    """Add a worker to ``cluster`` whose own staging plants ``fault``: its interpreter runs a sitecustomize.py that
+    swaps staging.stage_packages for planted_faults.staged_with, both copied into a folder the cluster's user can
+    read (on PYTHONPATH for that worker only)."""
     folder = cluster.folder / f"fault-{name}"
     folder.mkdir(mode=0o755)
+    shutil.copy2(planted_faults.__file__, folder / "planted_faults.py")       # the checkout may be closed to others
     (folder / "sitecustomize.py").write_text(
-        f"import sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\nimport planted_faults\n"
-        f"from attnkit_grader.isolation import staging\n"
+        f"import planted_faults\nfrom attnkit_grader.isolation import staging\n"
         f"staging.stage_packages = planted_faults.staged_with({fault!r})\n")
-    (folder / "sitecustomize.py").chmod(0o644)
+    for path in folder.iterdir():
+        path.chmod(0o644)
     sound = cluster.environment
     cluster.environment = {**sound, "PYTHONPATH": str(folder)}
     try:
