@@ -29,3 +29,8 @@ c.ExecutePreprocessor.timeout = 30
 # avoids it nor (for a correct answer deleted by accident) costs its points. nbgrader's default,
 # False, leaves it out and scores it 0.
 c.OverwriteCells.add_missing_cells = True
+
+# Feedback pages complete offline (formulas typeset, no script, no request), made by the kit's exporter
+# (attnkit_grader.offline): `nbgrader generate_feedback` and the Formgrader's Generate Feedback button write
+# the page `attnkit release-feedback` releases. It needs the instructor's grader (attention-kit-grader).
+c.GenerateFeedback.exporter_class = "attnkit_grader.offline.FeedbackExporter"

@@ -529,13 +529,15 @@ def state(reset):
         "# Every course user's nbgrader (students and instructor): the course, its exchange, and the hub's\n"
         "# plugins (hub/attnkit_hub.py): private hand-ins, collect through attnkit's checks (the Formgrader's\n"
         "# Collect button and `nbgrader collect`), and autograde refused in favour of the sandboxed\n"
-        "# `attnkit grade` (the Formgrader's Autograde button and `nbgrader autograde`).\n"
+        "# `attnkit grade` (the Formgrader's Autograde button and `nbgrader autograde`); feedback pages made\n"
+        "# complete offline by the grader's exporter (the Generate Feedback button and `nbgrader generate_feedback`).\n"
         "c = get_config()  # noqa: F821\n"
         f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
         f"c.Exchange.root = {str(exchange_dir())!r}\n"
         'c.ExchangeFactory.submit = "attnkit_hub.PrivateSubmit"\n'
         'c.ExchangeFactory.collect = "attnkit_hub.CheckedCollect"\n'
-        'c.Autograde.exporter_class = "attnkit_hub.SandboxedGradingOnly"\n')
+        'c.Autograde.exporter_class = "attnkit_hub.SandboxedGradingOnly"\n'
+        'c.GenerateFeedback.exporter_class = "attnkit_grader.offline.FeedbackExporter"\n')
 
 
 # --- start and stop ---------------------------------------------------------------------------------------

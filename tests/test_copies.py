@@ -5,6 +5,7 @@ cell are those the measurement gives today. Nothing here changes a score: tests/
 example class, flags and all, to its expected points."""
 
 import dataclasses
+import itertools
 import json
 import re
 from pathlib import Path
@@ -20,6 +21,7 @@ from attnkit_grader.precheck import check_submission
 ROOT = Path(__file__).resolve().parents[1]
 COURSE = Course(ROOT)
 ASSIGNMENTS = registry.assignments()
+WHOLE = "(the whole notebook)"
 SOLUTION = re.compile(r"^[ \t]*### BEGIN SOLUTION\n(.*?)^[ \t]*### END SOLUTION\n?", re.S | re.M)
 
 
@@ -41,7 +43,7 @@ def flagged(folder, assignment):
     issues = check_submission(folder, ROOT / "release" / assignment, ROOT / "source" / assignment,
                               known=copies.known(COURSE, assignment), limits=copies.thresholds(assignment))
     assert not any(issue.fatal for issue in issues)
-    return {dict(issue.message.args)["cell"]: issue.reason for issue in issues if issue.message is not None}
+    return {dict(issue.message.args).get("cell", WHOLE): issue.reason for issue in issues if issue.message is not None}
 
 
 def test_the_known_solutions_are_the_notebooks_the_reference_split_by_cell_and_the_alternatives():
@@ -62,6 +64,49 @@ def test_a_pasted_copy_of_the_reference_or_an_alternative_is_flagged_naming_it(t
     folder = hand_in(tmp_path, "ps1_learnable_pe", {"pe_answer": copies.disguised(solution.cells["pe_answer"])})
     remark = flagged(folder, "ps1_learnable_pe")["pe_answer"]
     assert "100% alike" in remark and str(solution.label) in remark and "the score is unchanged" in remark
+
+
+def halves(module):
+    """The text of ``module`` cut in two at a top-level definition near its middle."""
+    lines = module.split("\n")
+    starts = [n for n, line in enumerate(lines) if line.startswith(("def ", "class "))]
+    cut = starts[len(starts) // 2]
+    return "\n".join(lines[:cut]), "\n".join(lines[cut:])
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("way", ["whole", "split", "edited"])
+def test_a_leaked_reference_module_is_flagged_pasted_whole_split_across_cells_or_edited(tmp_path, assignment, way):
+    """The grader's reference.py, as a student holding a leaked copy hands it in: pasted whole into the first answer
+    cell (each cell compared with a cell missed it: a cell holding all of it resembles none of the parts), cut in
+    two across the first two answer cells, or pasted whole with every name renamed and each line commented. The
+    whole notebook is compared with the module whole, and the remark names it."""
+    known = copies.known(COURSE, assignment)
+    reference = next(s for s in known if s.name == "reference").whole
+    released = copies.answer_cells(ROOT / "release" / assignment / f"{assignment}.ipynb")
+    cells = list(released)
+    answers = {"whole": {cells[0]: reference}, "edited": {cells[0]: copies.disguised(reference)},
+               "split": dict(zip(cells[:2], halves(reference)))}[way]
+    remarks = flagged(hand_in(tmp_path, assignment, answers), assignment)
+    naming = [r for r in remarks.values() if f"attnkit_assignments/{assignment}/reference.py" in r]
+    assert naming and all("score is unchanged" in r for r in naming), remarks
+    if assignment == "ps2_relative_pe":          # the issue's case: no cell of PS2 alone resembles it as a copy
+        assert "pasted whole or split across cells" in remarks[WHOLE] and "reference.py" in remarks[WHOLE], remarks
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_whole_notebooks_assembled_from_answers_written_apart_are_not_flagged(tmp_path, assignment):
+    """Every notebook made of one independent answer per cell (all combinations): none reaches copies.WHOLE
+    (benchmarks/copies.py prints their containment and the margin to the least alike copy)."""
+    own = registry.get(assignment).independent_answers
+    known = copies.known(COURSE, assignment)
+    released = copies.answer_cells(ROOT / "release" / assignment / f"{assignment}.ipynb")
+    cells = [cell for cell in released if own.get(cell)]
+    for choice in itertools.product(*(own[cell] for cell in cells)):
+        answers = {**released, **dict(zip(cells, choice))}
+        found = copies.pasted(answers, released, known)
+        assert found is None, (found[0], found[1].name)
+    assert copies.pasted({**released, cells[0]: known[1].whole}, released, known)[1].name == "reference"
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
@@ -116,7 +161,9 @@ def test_a_cell_that_is_never_flagged_stays_silent(tmp_path):
     folder = hand_in(tmp_path, "ps1_learnable_pe", {"pe_answer": solution.cells["pe_answer"]})
     issues = check_submission(folder, ROOT / "release" / "ps1_learnable_pe", ROOT / "source" / "ps1_learnable_pe",
                               known=copies.known(COURSE, "ps1_learnable_pe"), limits={"pe_answer": copies.NEVER})
-    assert not [issue for issue in issues if issue.message is not None]
+    assert not [issue for issue in issues if issue.message is not None and "cell" in dict(issue.message.args)]
+    # the notebook as a whole is still compared with each solution whole (its own threshold, copies.WHOLE)
+    assert [issue for issue in issues if issue.message is not None and "split across cells" in issue.reason]
     assert variants.source_of(registry.get("ps1_learnable_pe"))            # the reference itself is untouched
 
 

@@ -90,3 +90,34 @@ def test_without_mathjax_the_page_shows_tex_and_says_why(tmp_path, monkeypatch):
     page = tmp_path / "page.html"
     page.write_text("<html><body><p>no formula here</p></body></html>")
     assert offline.finish_files([page])                        # nothing to typeset: nothing missing
+
+
+@needs_mathjax
+@pytest.mark.slow
+def test_nbgraders_own_generate_feedback_writes_the_finished_page(tmp_path):
+    """The course's nbgrader_config.py names the kit's exporter: `nbgrader generate_feedback`, as an instructor types
+    it (and as the Formgrader's Generate Feedback button runs it), writes the page attnkit release-feedback
+    releases: formulas typeset, no script, no CDN, nothing to load."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from attnkit_grader import pipeline
+    from conftest import ROOT, copy_course
+
+    root = copy_course(tmp_path / "course")
+    handed = tmp_path / "handed" / "bug_no_clip" / "ps2_relative_pe"
+    shutil.copytree(ROOT / "examples" / "example_class" / "bug_no_clip" / "ps2_relative_pe", handed)
+    pipeline.grade(root, ["ps2_relative_pe"], handed.parent.parent, grader="nbgrader")
+    page = root / "feedback" / "bug_no_clip" / "ps2_relative_pe" / "ps2_relative_pe.html"
+    first = page.read_text(encoding="utf-8")                   # the grader's own run (the course API)
+    shutil.rmtree(root / "feedback")
+    done = subprocess.run([sys.executable, "-m", "nbgrader", "generate_feedback", "ps2_relative_pe", "--student",
+                           "bug_no_clip", "--force"], cwd=root, capture_output=True, text=True, timeout=600,
+                          env={**__import__("os").environ, "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    text = page.read_text(encoding="utf-8")
+    assert "<script" not in text and "cdnjs" not in text and "$$" not in text
+    assert len(svgs(text)) >= 6 and offline.typeset_in(page) and offline.POLICY in text
+    assert len(svgs(first)) == len(svgs(text))

@@ -7,7 +7,8 @@ Assignment List, which offers the three languages, types the answer into the cel
 Formgrader's Collect button (the forgery is refused by name, both genuine hand-ins are collected as one
 assignment), then types the hub guide's loop into JupyterLab's terminal (attnkit collect, attnkit grade, sandboxed
 through the door, attnkit release-feedback; nbgrader autograde refused) and sees the Formgrader's Autograde
-button refuse too; each student fetches the feedback under their edition's name and reads the score the
+button refuse too, while its Generate Feedback button writes the offline page release-feedback hands out; each
+student fetches the feedback under their edition's name and reads the score the
 gradebook holds, on a page whose formulas are drawn without a script and whose verdict lines wrap.
 Then student3 runs every lecture (Run All Cells) and the test checks it ends without an error output and
 with all its figures. Screenshots: build/browser-artifacts/STUDENT-NN-step.png and lecture-NAME.png.
@@ -340,6 +341,41 @@ def test_the_instructor_sees_the_graded_submissions_in_formgrader(course, new_pa
     text = modal_text(page, frame, "instructor-04-autograde-refused")
     assert "attnkit grade" in text and "unsandboxed" in text, text
     assert copy.read_bytes() == before, "the refused autograde changed the sandboxed grader's copy"
+
+
+def test_the_formgraders_generate_feedback_button_writes_the_offline_page(course, new_page, browser):
+    """The Formgrader's Generate Feedback button runs nbgrader's GenerateFeedback, whose exporter the hub's
+    configuration names (attnkit_grader.offline.FeedbackExporter): the page it writes is the finished one attnkit
+    release-feedback hands out, read here with the network and scripts off: formulas drawn, no request, no TeX."""
+    if not SCORES:
+        pytest.skip("nothing graded (the instructor's test failed)")
+    written = course.course_dir() / "feedback" / "student1" / PS1 / f"{PS1}.html"
+    written.unlink(missing_ok=True)
+    page = new_page()
+    log_in(page, "instructor", "instructor-generate-feedback")
+    frame = formgrader(page)
+    frame.locator("tr", has_text=PS1).filter(has_not_text=f"{PS1}_").locator(
+        f"a[href$='/manage_submissions/{PS1}']").click()
+    frame.locator("tr", has_text="student1").locator(".generate-feedback a").click()
+    text = modal_text(page, frame, "instructor-05-feedback-generated")
+    assert "Successfully generated feedback" in text, text
+    html = written.read_text(encoding="utf-8")
+    assert "<script" not in html and "cdnjs" not in html and "$$" not in html
+    requests = []
+    context = browser.new_context(java_script_enabled=False, offline=True, viewport={"width": 900, "height": 1000})
+    try:
+        reader = context.new_page()
+        reader.on("request", lambda request: requests.append(request.url))
+        reader.goto(written.as_uri())
+        assert reader.locator("mjx-container svg").count() >= 5          # problem set 1's text has 7 formulas
+        box = reader.locator("mjx-container svg").first.bounding_box()
+        assert box and box["width"] > 2 and box["height"] > 2
+        shown = reader.locator("body").inner_text()
+        assert "\\mathbf" not in shown and "$(" not in shown and "Score" in shown
+        reader.screenshot(path=str(ARTIFACTS / "instructor-06-generated-feedback-offline.png"))
+    finally:
+        context.close()
+    assert [url for url in requests if not url.startswith("file://")] == []
 
 
 @pytest.mark.parametrize("student", ["student1", "student2"])

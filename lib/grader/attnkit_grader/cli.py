@@ -28,7 +28,9 @@ journal and the gradebook stay in this process).
 Exit status: 0 done (bad submissions are reported, they do not fail the run), 1 release drift, a
 hand-in refused by collect (the others are collected) or an export stopped by mismatches or ungraded cells
 (nothing written), 2 usage or course errors (also: the sandbox cannot run here; the message says how to
-install it), 3 a batch stopped because the cluster's scheduler was lost (run it again: it resumes).
+install it), 3 a batch stopped because the cluster's scheduler was lost (run it again: it resumes), 4 a batch
+refused by its canary (attnkit_grader.canary: the solved release or a catalogued mistake, graded first, scored
+otherwise than its manifest says; nothing was graded or written).
 """
 
 import argparse
@@ -41,6 +43,7 @@ from nbgrader.api import Gradebook
 
 from . import offline
 from .autograders.base import BatchInterrupted
+from .canary import CanaryFailed
 from .course import Course
 from .exchange import TOLERANCE, collect, release_feedback
 from .insight.render import report_language
@@ -216,6 +219,9 @@ def main(argv=None):
     except BatchInterrupted as error:
         print(f"attnkit: stopped: {error}", file=sys.stderr)
         return 3
+    except CanaryFailed as error:
+        print(f"attnkit: refused: {error}", file=sys.stderr)
+        return 4
 
 
 def run_release(args):
@@ -327,6 +333,8 @@ def run_cluster(args):
 
 
 def show(run):
+    if run.canary:
+        print(run.canary + "\n")
     print(run.text())
     graded = sum(s.status == "graded" for s in run.submissions.values())
     resumed = sum(s.resumed for s in run.submissions.values())

@@ -23,6 +23,15 @@ innocent answers come within :data:`MARGIN` of :data:`CEILING` cannot be told fr
 flagged. A cell nobody measured keeps :data:`attnkit_grader.similarity.THRESHOLD`. The command also reports
 the leave-one-out figure over the alternatives (each compared with every other solution): one-line edits of
 the reference, they resemble it as an edited copy does.
+
+A cell compared with a cell misses a solution pasted whole into one cell (it resembles none of the parts) or
+split across cells in another order. So the whole notebook is also compared with each known solution whole
+(:func:`pasted`): the **containment** of the solution's runs of tokens (:func:`attnkit_grader.similarity.shingles`:
+names, numbers, strings, comments and layout set aside, so a renamed or commented copy is the same) in the runs
+of all the submission's answer cells together, leaving out the runs the release gives, and flagged from
+:data:`WHOLE`. ``python benchmarks/copies.py`` measures it: the copies (each solution pasted whole, split
+across cells, disguised) against the innocent notebooks (the independent answers, whole notebooks assembled
+from them, the hostile class's controls), and prints the margin between them.
 """
 
 import argparse
@@ -45,6 +54,7 @@ from .results import Message
 
 DELIMITERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 FLOOR, MARGIN, CEILING = 0.6, 0.15, 0.95
+WHOLE = 0.75                    # containment of a solution's runs in a notebook's answers from which it is flagged
 NEVER = None                    # the threshold of a cell that cannot be told from a copy: no flag
 
 
@@ -58,6 +68,7 @@ class Solution:
     label: Message
     family: str
     cells: dict
+    whole: str = ""               # the solution as one text (a module: all of it), compared with a whole notebook
 
 
 @dataclass(frozen=True)
@@ -120,7 +131,8 @@ def known(course, assignment):
     name = course.notebook_names(assignment, step="source")
     source = course.assignment_dir("source", assignment) / f"{name[0]}.ipynb" if len(name) == 1 else None
     notebook = answer_cells(source, strip=True) if source and source.is_file() else {}
-    solutions = [Solution("notebook", Message.make("the notebook's solution"), "notebook", notebook)]
+    solutions = [Solution("notebook", Message.make("the notebook's solution"), "notebook", notebook,
+                          "\n\n".join(notebook.values()))]
     if assignment not in registry.assignments():
         return solutions
     manifest = registry.get(assignment)
@@ -128,13 +140,13 @@ def known(course, assignment):
     reference = split_module(variants.source_of(manifest), wanted)
     solutions.append(Solution("reference", Message.make("the grader's reference solution ({path})",
                                                          path=f"attnkit_assignments/{assignment}/reference.py"),
-                              "reference", reference))
+                              "reference", reference, variants.source_of(manifest)))
     for alternative in manifest.alternatives:
         cells = {cell: code for cell, code in split_module(variants.source_of(manifest, alternative), wanted).items()
                  if code != reference.get(cell)}
         solutions.append(Solution(f"alternative:{alternative.name}", Message.make(
             "the catalogue's alternative solution '{name}' ({says})", name=alternative.name, says=alternative.says),
-            "reference", cells))
+            "reference", cells, variants.source_of(manifest, alternative)))
     return solutions
 
 
@@ -168,6 +180,24 @@ def flags(answers, released, solutions, limits):
         if solution is not None and alike >= limit:
             found.append(Flag(cell, solution, alike))
     return found
+
+
+def containment(code, solution, given=frozenset()):
+    """The share (0 to 1) of ``solution``'s runs of tokens, those of ``given`` (the release's) left out, that
+    ``code`` holds somewhere; 0 when the solution has none of its own."""
+    theirs = similarity.shingles(solution) - given
+    return len(theirs & similarity.shingles(code)) / len(theirs) if theirs else 0.0
+
+
+def pasted(answers, released, solutions, limit=WHOLE):
+    """(containment, Solution) of the known solution whose runs the submitted ``answers`` {cell: code}, all
+    together, hold the largest share of, when it reaches ``limit``; else None. ``released``: {cell: code as
+    handed out}, whose runs are left out."""
+    given = set().union(*given_runs(released).values()) if released else set()
+    code = "\n\n".join(answers.get(cell, "") for cell in released)
+    found = [(containment(code, s.whole, given), s) for s in solutions if s.whole]
+    best = max(found, key=lambda pair: pair[0], default=(0.0, None))
+    return best if best[1] is not None and best[0] >= limit else None
 
 
 # --- measuring the thresholds ---------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
 from . import editions as _editions
+from . import offline
 
 CONFIG_NAME = "nbgrader_config.py"
 # nbgrader's own log lines go to this logger; it does not propagate, so they only reach the per-job
@@ -119,6 +120,7 @@ class Course:
         use_venv_tools()
         config = copy.deepcopy(self.config)
         config.merge(quiet_kernel_config(self.config))
+        config.GenerateFeedback.exporter_class = offline.EXPORTER     # feedback pages complete offline
         for key, value in overrides.items():
             section, trait = key.split(".")
             config[section][trait] = value

@@ -179,9 +179,9 @@ def release_feedback(course, assignment, exchange_root):
     if not (Path(exchange_root) / course.course_id).is_dir():
         raise FileNotFoundError(f"exchange: no course folder {Path(exchange_root) / course.course_id}")
     api = course.api(**{"Exchange.root": str(exchange_root)})
-    nbgrader_step(api.generate_feedback(assignment), "generate_feedback")
+    nbgrader_step(api.generate_feedback(assignment), "generate_feedback")      # finished by offline's exporter
     pages = sorted(course.step_dir("feedback").glob(f"*/{assignment}/*.html"))
-    typeset = offline.finish_files(pages)
+    typeset = all(offline.typeset_in(page) for page in pages)
     released, skipped = {}, []
     for page in pages:
         student = page.parent.parent.name

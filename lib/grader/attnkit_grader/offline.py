@@ -17,7 +17,13 @@ cut at the right edge. :func:`finish` rewrites such a page once, when it is writ
 
 Where MathJax or Node.js is missing (a grading machine without npm: see :func:`mathjax`), the page is
 written all the same, with the TeX shown as text and a note saying why; :func:`finish` returns whether the
-formulas were typeset, so the command can warn.
+formulas were typeset, so the command can warn (:func:`typeset_in` reads it back from a written page).
+
+Every way nbgrader writes a feedback page goes through :class:`FeedbackExporter`, its HTML exporter with
+:func:`finish` applied to each page: the course's ``nbgrader_config.py`` and the hub's name it as
+``GenerateFeedback.exporter_class``, so ``nbgrader generate_feedback`` and the Formgrader's *Generate
+Feedback* button write the page ``attnkit release-feedback`` releases (the grader's NbGraderAPI sets it
+whatever the course's configuration says: :meth:`attnkit_grader.course.Course.api`).
 """
 
 import html
@@ -32,8 +38,12 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 from bs4 import BeautifulSoup, NavigableString
+from nbconvert.exporters import HTMLExporter
 
-__all__ = ["MATHJAX_VARIABLE", "finish", "finish_files", "mathjax", "typeset"]
+__all__ = ["EXPORTER", "FeedbackExporter", "MATHJAX_VARIABLE", "finish", "finish_files", "mathjax", "typeset",
+           "typeset_in"]
+
+EXPORTER = "attnkit_grader.offline.FeedbackExporter"   # GenerateFeedback.exporter_class, as configurations name it
 
 MATHJAX_VARIABLE = "ATTNKIT_MATHJAX"   # the mathjax npm package's folder, if not under the environment's share/
 TIMEOUT = 120                          # seconds for Node.js to typeset one page's formulas
@@ -49,6 +59,7 @@ WHERE = (f"make setup installs it with npm into the environment's share/attnkit/
          f"{MATHJAX_VARIABLE} to a mathjax package folder, with Node.js on the PATH")
 NO_MATHJAX = ("The formulas on this page are shown as TeX source: MathJax (Node.js with the npm package mathjax) "
               "was not found where this page was written.")
+NOTE = "attnkit-offline-note"
 SKIPPED = {"script", "style", "pre", "code", "textarea", "svg", "mjx-container", "title"}
 MATH = re.compile(r"\$\$(?P<d1>.+?)\$\$|\\\[(?P<d2>.+?)\\\]|\\\((?P<i1>.+?)\\\)|(?<!\\)\$(?P<i2>[^$]+?)(?<!\\)\$", re.S)
 
@@ -188,7 +199,7 @@ def _finish(soup, svgs):
     style.string = STYLE
     head.append(style)
     if seen and not typeset_all:
-        note = soup.new_tag("p", attrs={"class": "attnkit-offline-note"})
+        note = soup.new_tag("p", attrs={"class": NOTE})
         note.string = NO_MATHJAX
         (soup.body or soup).insert(0, note)
     text = str(soup)
@@ -224,3 +235,20 @@ def finish_files(paths, folder=None):
         typeset_all = typeset_all and done
         path.write_text(text, encoding="utf-8")
     return typeset_all
+
+
+def typeset_in(path):
+    """Whether the page written at ``path`` by :func:`finish` has every formula typeset (no note saying not)."""
+    return f'class="{NOTE}"' not in Path(path).read_text(encoding="utf-8")
+
+
+class FeedbackExporter(HTMLExporter):
+    """nbgrader's feedback page (``GenerateFeedback``'s HTML exporter, its ``feedback`` template), made complete
+    offline by :func:`finish` as it is exported; a page left with TeX says so in nbgrader's log."""
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        output, resources = super().from_notebook_node(nb, resources, **kw)
+        output, typeset_all = finish(output)
+        if not typeset_all:
+            self.log.warning("feedback: formulas left as TeX, MathJax was not found (%s)", WHERE)
+        return output, resources

@@ -69,6 +69,7 @@ class GradingRun:
     table: object              # reports.ScoreTable
     reports: dict              # name -> Path of each file written in the reports folder
     warnings: list = field(default_factory=list)
+    canary: str = None         # the canary's line (what it scored, its cost), where one was sung
 
     def bad(self):
         return [s for _, s in sorted(self.submissions.items()) if s.bad]
@@ -112,7 +113,7 @@ class GradingRun:
 
 def grade(course, assignments, submissions, students_csv=None, reports_dir=None, autograder=None, *,
           grader="sandbox", workers=None, fresh=False, show_tests=False, warm=None, progress=False, scheduler=None,
-          certs=None):
+          certs=None, canary=True):
     """Grade every student's submission of ``assignments`` (all of source/ when empty).
 
     ``submissions`` is a folder of STUDENT/ASSIGNMENT/ folders; ``students_csv`` the class list (an 'id'
@@ -120,7 +121,10 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
     the course's grades/); ``autograder`` an Autograder, else one made by :func:`make_autograder` from
     ``grader`` ('sandbox' or 'nbgrader'), ``workers``, ``fresh``, ``show_tests``, ``warm`` (None: warm starts
     where possible; False: a fresh interpreter per sandbox), and ``scheduler`` with ``certs`` (the sandboxes on
-    a Dask cluster: :mod:`.autograders.cluster`); ``progress``: draw a progress bar with an ETA on stderr.
+    a Dask cluster: :mod:`.autograders.cluster`); ``progress``: draw a progress bar with an ETA on stderr;
+    ``canary``: False skips the sandboxed grader's canary (:mod:`.canary`; for tests of other things only).
+    The canary is sung before anything is written: when it fails, :class:`~.canary.CanaryFailed` is raised and
+    the gradebook, the journal, submitted/ and the reports are as they were.
     """
     course = course if isinstance(course, Course) else Course(course)
     assignments = course.check_assignments(assignments)
@@ -130,31 +134,34 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
     reports_dir = Path(reports_dir).resolve() if reports_dir else course.root / "grades"
     autograder = autograder or make_autograder(grader, course, reports_dir, workers=workers, fresh=fresh,
                                                show_tests=show_tests, warm=warm, scheduler=scheduler,
-                                               certs=certs)
-    autograder.prepare(assignments)
-    records, warnings = prepare(course, assignments, submissions, roster, students, autograder)
-    jobs = [Job(r.assignment, r.student, course.assignment_dir("submitted", r.assignment, r.student),
-                tuple(r.issues))
-            for r in records.values() if r.status == "pending"]
-    reset_automatic_scores(course, jobs)
-    bar = Progress(len(jobs)) if progress and jobs else None
-    for result, text in autograder.run(jobs):
-        key = result.student, result.assignment
-        records[key] = record = record_result(course, records[key], result, text, reports_dir / "logs", autograder,
-                                              quiet=bar is not None)
+                                               certs=certs, canary=canary)
+    try:
+        autograder.prepare(assignments)                 # the canary: before anything is written
+        records, warnings = prepare(course, assignments, submissions, roster, students, autograder)
+        jobs = [Job(r.assignment, r.student, course.assignment_dir("submitted", r.assignment, r.student),
+                    tuple(r.issues))
+                for r in records.values() if r.status == "pending"]
+        reset_automatic_scores(course, jobs)
+        bar = Progress(len(jobs)) if progress and jobs else None
+        for result, text in autograder.run(jobs):
+            key = result.student, result.assignment
+            records[key] = record = record_result(course, records[key], result, text, reports_dir / "logs",
+                                                  autograder, quiet=bar is not None)
+            if bar:
+                bar.update(f"{record.student} / {record.assignment}", progress_note(record),
+                           timed=not record.resumed, activity=autograder.activity())
         if bar:
-            bar.update(f"{record.student} / {record.assignment}", progress_note(record), timed=not record.resumed,
-                       activity=autograder.activity())
-    if bar:
-        bar.close()
+            bar.close()
+    finally:
+        autograder.close()
     table = read_scores(course, assignments, students)
-    run = GradingRun(assignments, records, table, {}, warnings)
+    run = GradingRun(assignments, records, table, {}, warnings, getattr(autograder, "canary_summary", None))
     run.reports = write_reports(course, run, reports_dir)
     return run
 
 
 def make_autograder(grader, course, reports_dir, workers=None, fresh=False, show_tests=False, warm=None,
-                    scheduler=None, certs=None):
+                    scheduler=None, certs=None, canary=True):
     """'sandbox': the sandboxed parallel grader writing into ``reports_dir`` (its sandboxes on the Dask cluster
     of ``scheduler``, with the certificates in ``certs``, when given); 'nbgrader': plain nbgrader."""
     if scheduler is not None and grader != "sandbox":
@@ -164,7 +171,7 @@ def make_autograder(grader, course, reports_dir, workers=None, fresh=False, show
             raise ValueError("certs: a cluster needs its certificates folder (attnkit cluster certs DIR)")
         from .autograders.cluster import ClusterAutograder       # imports distributed: cluster grading only
         return ClusterAutograder(course, reports_dir, scheduler, certs, workers=workers, fresh=fresh,
-                                 show_tests=show_tests, warm=warm)
+                                 show_tests=show_tests, warm=warm, canary=canary)
     if grader == "nbgrader":
         if door.configured():
             raise ValueError("grader: on this machine submissions are graded only in the sandbox (attnkit grade's "
@@ -173,7 +180,8 @@ def make_autograder(grader, course, reports_dir, workers=None, fresh=False, show
     if grader != "sandbox":
         raise ValueError(f"grader: expected one of {GRADERS}, got {grader!r}")
     from .autograders.sandboxed import SandboxAutograder        # imports the trusted judges: instructors only
-    return SandboxAutograder(course, reports_dir, workers=workers, fresh=fresh, show_tests=show_tests, warm=warm)
+    return SandboxAutograder(course, reports_dir, workers=workers, fresh=fresh, show_tests=show_tests, warm=warm,
+                             canary=canary)
 
 
 def progress_note(record):

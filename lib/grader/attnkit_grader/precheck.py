@@ -91,6 +91,8 @@ def check_notebook(path, releases, source=None, known=None, limits=None):
     return issues
 
 
+PASTED = ("{notebook}: its answer cells together hold {alike:.0f}% of {solution}, as a copy pasted whole or split "
+          "across cells does; flagged for the instructor to read, the score is unchanged")
 COPY = ("{notebook}: answer cell '{cell}' is {alike:.0f}% alike to {solution}, as a pasted or lightly edited "
         "copy is; flagged for the instructor to read, the score is unchanged")
 
@@ -104,8 +106,13 @@ def copy_remarks(notebook, released, known, limits, name):
     original, submitted = nbgrader_cells(released), nbgrader_cells(notebook)
     answers = {g: cell.source for g, cell in original.items() if is_solution(cell) and cell.cell_type == "code"}
     mine = {g: submitted[g].source for g in answers if g in submitted and submitted[g].cell_type == "code"}
-    return [Message.make(COPY, notebook=name, cell=flag.cell, alike=100 * flag.alike, solution=flag.solution.label)
-            for flag in copies.flags(mine, answers, known, limits)]
+    found = copies.flags(mine, answers, known, limits)
+    remarks = [Message.make(COPY, notebook=name, cell=flag.cell, alike=100 * flag.alike, solution=flag.solution.label)
+               for flag in found]
+    whole = copies.pasted(mine, answers, known)
+    if whole is not None and whole[1].name not in {flag.solution.name for flag in found}:
+        remarks.append(Message.make(PASTED, notebook=name, alike=100 * whole[0], solution=whole[1].label))
+    return remarks
 
 
 def missing_notebook(path):

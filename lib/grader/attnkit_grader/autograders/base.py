@@ -89,6 +89,10 @@ class Autograder(abc.ABC):
         """An :class:`Activity` for the progress line, or None where the grader does not tell."""
         return None
 
+    def close(self):
+        """Give back what the batch held (sandbox slots, sessions, connections); called once the batch ends or
+        stops."""
+
 
 class NbgraderAutograder(Autograder):
     """nbgrader's own autograde (forced) and generate_feedback, one submission at a time, in this process."""
@@ -125,8 +129,8 @@ class NbgraderAutograder(Autograder):
             graded.add_issues([Message.make("feedback HTML could not be generated (see the log)")])
         else:
             folder = self.course.assignment_dir("feedback", job.assignment, job.student)
-            pages = sorted(folder.glob("*.html"))
-            if not offline.finish_files(pages):          # complete offline: formulas typeset, no script
+            pages = sorted(folder.glob("*.html"))         # complete offline: the course API's exporter finished them
+            if not all(offline.typeset_in(page) for page in pages):
                 log += f"feedback: formulas left as TeX, MathJax was not found ({offline.WHERE})\n"
             graded.feedback = str(next(iter(pages), folder))
         return graded, log

@@ -30,14 +30,12 @@ Nothing is written outside the output folder but the gradebook rows and the auto
 stale nbgrader feedback/ pages) of the graded submissions; submitted/ is only read.
 """
 
-import concurrent.futures
 import contextlib
 import dataclasses
 import hashlib
 import json
 import logging
 import os
-import queue
 import shutil
 import time
 import warnings
@@ -55,17 +53,19 @@ from attnkit_sandbox import channel, runner
 
 from .. import authoring, autograded_notebook, feedback, files, judging, locks
 from ..files import remove
-from ..isolation import bwrap, door, notebook_run, slots, staging
+from ..isolation import bwrap, door, notebook_run
 from ..isolation import warm as warm_start
 from ..isolation.limits import Limits, worker_uid
 from ..late import apply_late_penalty
 from ..journal import Journal
 from ..judging import engine as judges
 from ..judging import registry
+from ..canary import sing
 from ..release_cells import Release
 from ..precheck import Issue
 from ..results import CellResult, Message, SubmissionResult
 from .base import Autograder, failed
+from .pool import Pool
 from .runs import cell_issues, cell_label, dying_cell, names_cell, plain_cells
 
 log = logging.getLogger(__name__)
@@ -133,7 +133,7 @@ def runnable(submission, released):
                                for name in names)
 
 
-class SandboxAutograder(Autograder):
+class SandboxAutograder(Pool, Autograder):
     """Grades each job in a bubblewrap sandbox; verdicts from the trusted judge; the parent writes.
 
     ``output_dir``: the grader's own folder (scratch, journal, feedback, logs); ``workers``: size of the
@@ -147,7 +147,7 @@ class SandboxAutograder(Autograder):
     local = True                  # its sandboxes start on this machine (False: a subclass's start elsewhere)
 
     def __init__(self, course, output_dir, workers=None, limits=None, cell_timeout=None, fresh=False,
-                 show_tests=False, key=None, retries=RETRIES, door_program=None, warm=None):
+                 show_tests=False, key=None, retries=RETRIES, door_program=None, warm=None, canary=True):
         self.door_program = door_program or door.configured()
         if self.door_program is None and self.local:
             bwrap.check_available()
@@ -163,8 +163,10 @@ class SandboxAutograder(Autograder):
         self.feedback_dir = self.output_dir / "feedback"
         self.logs_dir = self.output_dir / "logs"
         self.journal = Journal(self.output_dir / "journal.jsonl")
-        if fresh:
-            self.journal.start_afresh()
+        self.fresh = fresh                # the journal is set aside only once the canary has passed
+        self.canary = canary
+        self.canary_summary = None
+        self.claimed = None               # [(slot, lock or None)] held from the canary to the batch's end
         self.releases = {}
         self.box = None
         self.warm = warm_start.available() if warm is None else bool(warm)
@@ -209,8 +211,22 @@ class SandboxAutograder(Autograder):
                     read_timestamp(folder))
 
     def prepare(self, assignments):
+        """Read each release, then sing the canary (:mod:`..canary`; CanaryFailed stops the batch before
+        anything is written); then, with ``fresh``, set the journal aside."""
         for assignment in assignments:
             self.release(assignment)
+        if self.canary and assignments:
+            try:
+                self.canary_summary = self.sing(assignments)
+            except BaseException:
+                self.close()
+                raise
+        if self.fresh:
+            self.journal.start_afresh()
+
+    def sing(self, assignments):
+        """The canary, in this batch's pool (:func:`..canary.sing`): its line, or CanaryFailed."""
+        return sing(self, assignments)
 
     def triage(self, issues, submission, released):
         """A notebook nbformat rejects is still graded when its cells can be read: its cells run as they are,
@@ -226,25 +242,6 @@ class SandboxAutograder(Autograder):
             shutil.rmtree(folder)
         (self.logs_dir / f"{assignment}--{student}.run.json").unlink(missing_ok=True)
 
-    def start_sandbox(self):
-        """Stage the packages once for this batch's sandboxes (a door stages its own)."""
-        if self.box is None and self.door_program is None and self.local:
-            public = self.work_dir / "public"
-            public.mkdir(parents=True, exist_ok=True)
-            os.chmod(public, 0o755)
-            self.box = bwrap.Sandbox(staging.stage_packages(public), self.limits)
-        return self.box
-
-    def launcher(self, slot):
-        """What runs worker ``slot``'s sandboxes: that worker's session with the door, its warm sandbox (a
-        zygote of its own), or the batch's cold Sandbox."""
-        if self.door_program is None and not self.warm:
-            return self.box
-        if slot not in self.sessions:
-            self.sessions[slot] = door.Door(self.door_program, self.limits) if self.door_program else \
-                warm_start.WarmSandbox(self.box.public_dir, self.limits)
-        return self.sessions[slot]
-
     # --- the batch -------------------------------------------------------------------------------------------
     def run(self, jobs):
         # The judge's tensors are small: on one thread. torch's default of one OpenMP thread per core spins
@@ -255,6 +252,7 @@ class SandboxAutograder(Autograder):
             yield from self.batch(jobs)
         finally:
             torch.set_num_threads(threads)
+            self.close()
             if self.gradebook is not None:
                 self.gradebook.close()
                 self.gradebook = None
@@ -278,61 +276,31 @@ class SandboxAutograder(Autograder):
                 todo.append(plan)
         if not todo:
             return
-        self.start_sandbox()
-        count = min(self.workers, len(todo))
-        # a door (or a cluster's worker) chooses each sandbox's uid itself; here a slot only names a worker thread
-        claimed = slots.claim(count) if self.door_program is None and self.local else [(n, None) for n in range(count)]
-        free = queue.Queue()
-        for slot, _ in claimed:
-            free.put(slot)
-
-        def work(plan):
-            slot = free.get()
+        for plan, done, error in self.in_pool(todo):
+            if error is not None:            # one submission's trouble never ends the batch
+                log.error("grading %s / %s failed", plan.job.student, plan.job.assignment, exc_info=error)
+                yield failed(plan.job, Message.make("the grader failed: {error}: {message}",
+                                                    error=type(error).__name__, message=str(error))), ""
+                continue
+            if not done.started:
+                yield failed(plan.job, Message.make("not graded: {reason}", reason=done.reason),
+                             done.seconds), done.stderr
+                continue
             try:
-                return self.run_one(plan, slot)
-            finally:
-                free.put(slot)
+                decided = self.decide(plan, done, grader[plan.job.assignment])
+            except Exception as error:   # noqa: BLE001 - e.g. a judge that chokes on odd outputs
+                log.exception("judging %s / %s failed", plan.job.student, plan.job.assignment)
+                yield failed(plan.job, Message.make("the judge failed: {error}: {message}",
+                                                    error=type(error).__name__, message=str(error)),
+                             done.seconds), done.stderr
+                continue
+            published = self.publish(plan, decided, resumed=False)
+            self.journal.append(decided)
+            yield published
 
-        with concurrent.futures.ThreadPoolExecutor(max_workers=free.qsize(),
-                                                   thread_name_prefix="attnkit-grader") as pool:
-            futures = {pool.submit(work, plan): plan for plan in todo}
-            try:
-                for future in concurrent.futures.as_completed(futures):
-                    plan = futures[future]
-                    try:
-                        done = future.result()
-                    except Exception as error:   # noqa: BLE001 - one submission's trouble never ends the batch
-                        log.exception("grading %s / %s failed", plan.job.student, plan.job.assignment)
-                        yield failed(plan.job, Message.make("the grader failed: {error}: {message}",
-                                                            error=type(error).__name__, message=str(error))), ""
-                        continue
-                    if not done.started:
-                        yield failed(plan.job, Message.make("not graded: {reason}", reason=done.reason),
-                                     done.seconds), done.stderr
-                        continue
-                    try:
-                        decided = self.decide(plan, done, grader[plan.job.assignment])
-                    except Exception as error:   # noqa: BLE001 - e.g. a judge that chokes on odd outputs
-                        log.exception("judging %s / %s failed", plan.job.student, plan.job.assignment)
-                        yield failed(plan.job, Message.make("the judge failed: {error}: {message}",
-                                                            error=type(error).__name__, message=str(error)),
-                                     done.seconds), done.stderr
-                        continue
-                    published = self.publish(plan, decided, resumed=False)
-                    self.journal.append(decided)
-                    yield published
-            finally:
-                for future in futures:
-                    future.cancel()
-                for _, handle in claimed:
-                    if handle is not None:
-                        handle.close()
-                for session in self.sessions.values():
-                    session.close()
-                self.sessions.clear()
-
-    def run_one(self, plan, slot):
-        """In a worker thread: the notebook in a sandbox (again without a cell that killed the run)."""
+    def run_one(self, plan, slot, launcher=None):
+        """In a worker thread: the notebook in a sandbox (again without a cell that killed the run), started by
+        worker ``slot``'s launcher (or ``launcher``)."""
         job, release = plan.job, plan.release
         start = time.perf_counter()
         limits = dataclasses.replace(self.limits, uid=worker_uid(slot))
@@ -348,8 +316,9 @@ class SandboxAutograder(Autograder):
         skipped, cpu = [], []
         try:
             while True:
-                result = notebook_run.run_notebook(self.launcher(slot), prepared, scratch, assignment=job.assignment,
-                                                   inputs=inputs, limits=limits, expected=release.expected,
+                result = notebook_run.run_notebook(launcher or self.launcher(slot), prepared, scratch,
+                                                   assignment=job.assignment, inputs=inputs, limits=limits,
+                                                   expected=release.expected,
                                                    cell_timeout=self.cell_timeout, skip=[n for n, _ in skipped],
                                                    language=feedback.language(job.folder))
                 cpu.append(result.result.cpu_seconds)
