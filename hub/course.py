@@ -73,7 +73,7 @@ INSTRUCTORS_GROUP = "attnkit-instructors"
 DOOR_VARIABLE = "ATTNKIT_SANDBOX_DOOR"        # attnkit_grader.isolation.door.DOOR_VARIABLE
 SUDOERS = Path("/etc/sudoers.d/attnkit-course")
 PROFILE = Path("/etc/profile.d/attnkit-course.sh")
-LOCK = REPO / "requirements" / "hub.txt"          # the course environment's lock (make lock; attnkit_grader.locks)
+HUB_LOCK = REPO / "requirements" / "hub.txt"          # the course environment's lock (make lock; attnkit_grader.locks)
 PROXY_LOCK = REPO / "requirements" / "npm" / "proxy"   # configurable-http-proxy's package.json and package-lock.json
 INSTRUCTOR_EXTENSIONS = {            # switched off for everyone by the edition's postBuild, on for the instructor
     "server": ("nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list"),
@@ -172,7 +172,7 @@ def environment(edition):
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     inputs = {name: (edition / name).read_text() for name in ("pyproject.toml", "constraints.txt", "postBuild")}
     inputs["attnkit"] = tree_digest(edition / "lib" / "attnkit")
-    inputs["lock"] = LOCK.read_text()
+    inputs["lock"] = HUB_LOCK.read_text()
     if changed(PREFIX / "environment.json", inputs, venv / "bin" / "jupyterhub"):
         say(f"building {venv} from {edition} (about a minute)")
         for stale in venv.glob("lib/python3*/site-packages/attnkit-grader.pth"):    # pip would check the grader's
@@ -187,11 +187,11 @@ def environment(edition):
             shutil.rmtree(venv)                              # only the lock's packages, none left from before
         run([python, "-m", "venv", str(venv)])
         # Every package from the lock, hashes checked, wheels only; then the edition's student package alone.
-        run(pip + ["--require-hashes", "--only-binary", ":all:", "-r", str(LOCK)])
+        run(pip + ["--require-hashes", "--only-binary", ":all:", "-r", str(HUB_LOCK)])
         run(pip + ["--no-deps", "--no-build-isolation", str(edition)])
         run([str(venv / "bin" / "python"), "-m", "pip", "check"], quiet=True)
         (venv / RECORD).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(LOCK, venv / RECORD)                  # what attnkit_grader.locks.identity() reads
+        shutil.copyfile(HUB_LOCK, venv / RECORD)                  # what attnkit_grader.locks.identity() reads
         # The edition's postBuild switches the instructor's nbgrader extensions off in this environment.
         run(["sh", str(edition / "postBuild")], env={**os.environ, "PATH": f"{venv}/bin:/usr/bin:/bin"}, quiet=True)
         (PREFIX / "environment.json").write_text(json.dumps(inputs))

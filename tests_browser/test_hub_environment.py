@@ -26,10 +26,10 @@ finally:
 
 def test_the_course_environment_holds_its_lock_and_nothing_else(course):
     venv = course.PREFIX / "venv"
-    check = subprocess.run([str(venv / "bin" / "python"), "-m", "attnkit_grader.locks", "check", str(course.LOCK)],
+    check = subprocess.run([str(venv / "bin" / "python"), "-m", "attnkit_grader.locks", "check", str(course.HUB_LOCK)],
                            capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
-    assert (venv / course.RECORD).read_text() == course.LOCK.read_text()
+    assert (venv / course.RECORD).read_text() == course.HUB_LOCK.read_text()
 
 
 def test_a_students_kernel_and_the_grader_import_the_same_numpy_and_torch(course):
@@ -40,5 +40,5 @@ def test_a_students_kernel_and_the_grader_import_the_same_numpy_and_torch(course
     grader = json.loads(course.run([str(venv / "bin" / "python"), "-I", "-c", VERSIONS], user=course.INSTRUCTOR,
                                    quiet=True).decode().strip().splitlines()[-1])
     assert student == grader
-    locked = locks.read(course.LOCK)
+    locked = locks.read(course.HUB_LOCK)
     assert (grader["numpy"][0], grader["torch"][0]) == (locked["numpy"], locked["torch"])
