@@ -167,8 +167,10 @@ test-browser: browser-tools hub-setup
 SITE_STAMP := $(VENV)/.site-installed
 SITE_NPM   := build/site-npm
 MATHJAX    := $(SITE_NPM)/node_modules/mathjax
+# jieba publishes no wheel: it alone is built, from its hashed source, with the lock's setuptools (no build
+# isolation, which would fetch whatever setuptools is newest).
 $(SITE_STAMP): $(STAMP) requirements/site.txt
-	$(LOCKED) requirements/site.txt
+	$(LOCKED) requirements/site.txt --no-binary jieba --no-build-isolation
 	$(CHECK)
 	touch $@
 
