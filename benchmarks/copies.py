@@ -25,7 +25,7 @@ from pathlib import Path
 
 from attnkit_grader import copies
 from attnkit_grader.course import Course
-from attnkit_grader.judging import registry
+from attnkit_grader import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "hostile_class" / "controls"

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import nbformat
 
-from attnkit_grader.judging import registry
+from attnkit_grader import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 CLASS_DIR = Path(__file__).resolve().parent / "example_class"

@@ -501,9 +501,9 @@ def instructor_course(reset):
 
 
 def graded_assignments():
-    """The assignments the installed grader's registry knows (attnkit_grader.judging.registry)."""
+    """The assignments the installed grader's registry knows (attnkit_grader.registry)."""
     listed = run([str(PREFIX / "venv" / "bin" / "python"), "-I", "-c",
-                  "from attnkit_grader.judging import registry; print(*registry.assignments())"], quiet=True)
+                  "from attnkit_grader import registry; print(*registry.assignments())"], quiet=True)
     return listed.decode().split()
 
 

@@ -30,7 +30,7 @@ from nbgrader.utils import compute_checksum
 import nbformat
 
 from attnkit_grader.editions import LANGUAGES, TRANSLATIONS
-from attnkit_grader.judging import registry
+from attnkit_grader import registry
 from conftest import copy_course, example_class_generator
 from test_translations import drift
 

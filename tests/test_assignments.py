@@ -21,7 +21,7 @@ from conftest import example_class_generator
 
 from attnkit_grader.editions import TRANSLATIONS, split
 from attnkit_grader.files import content
-from attnkit_grader.judging import registry
+from attnkit_grader import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENTS = registry.assignments()

@@ -22,7 +22,8 @@ import torch
 import attnkit.checking as checking
 from attnkit_grader import catalogs, catalogue, teaching
 from attnkit_grader.authoring import Bug
-from attnkit_grader.judging import registry, variants
+from attnkit_grader import registry
+from attnkit_grader.judging import variants
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENTS = [a for a in registry.assignments() if variants.bugs(registry.get(a))]

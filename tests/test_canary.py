@@ -21,7 +21,7 @@ from attnkit_grader import canary, cli, pipeline
 from attnkit_grader.course import Course
 from attnkit_grader.isolation import bwrap, door, staging
 from attnkit_grader.isolation.notebook_run import RunnerJob
-from attnkit_grader.judging import registry
+from attnkit_grader import registry
 from attnkit_grader.release_cells import Release
 from attnkit_grader.results import CellResult, CheckResult, SubmissionResult
 

@@ -512,7 +512,7 @@ def test_a_worker_with_a_door_starts_every_sandbox_through_it_and_none_itself(sa
         pytest.skip("the door runs as root")
     from attnkit_grader import Course
     from attnkit_grader.isolation import bwrap, notebook_run
-    from attnkit_grader.judging import registry
+    from attnkit_grader import registry
     from attnkit_grader.release_cells import Release
 
     program = tmp_path / "attnkit-sandbox"

@@ -15,7 +15,8 @@ import pytest
 
 from attnkit_grader import catalogue, copies
 from attnkit_grader.course import Course
-from attnkit_grader.judging import registry, variants
+from attnkit_grader import registry
+from attnkit_grader.judging import variants
 from attnkit_grader.precheck import check_submission
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,7 +14,7 @@ from conftest import copy_course
 
 from attnkit_grader import CheckResult, CellResult, Course, Message, SubmissionResult
 from attnkit_grader.insight import render, summary, write_html, write_json, write_labels_csv
-from attnkit_grader.judging import registry
+from attnkit_grader import registry
 from attnkit_grader.pipeline import GradingRun
 from attnkit_grader.precheck import COPY
 from attnkit_grader.reports import ScoreTable

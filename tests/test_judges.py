@@ -25,7 +25,7 @@ import torch
 
 import attnkit_assignments
 from attnkit_grader.judging import engine as judges
-from attnkit_grader.judging import registry
+from attnkit_grader import registry
 from attnkit_sandbox import probe_sets
 from attnkit_sandbox.probe_sets import probes_of
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from attnkit_grader.judging import registry
+from attnkit_grader import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 LECTURES = ["01_self_attention", "02_cnn_rnn_attention", "03_positional_encoding", "04_multihead_attention"]

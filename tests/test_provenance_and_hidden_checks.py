@@ -7,7 +7,8 @@ import pytest
 
 from attnkit.checking import (CellScoredZero, Checks)
 from attnkit_assignments.ps2_relative_pe import hidden
-from attnkit_grader.judging import in_kernel, provenance, registry
+from attnkit_grader import registry
+from attnkit_grader.judging import in_kernel, provenance
 
 REFERENCE = "attnkit_assignments.ps2_relative_pe.reference"
 PS2 = registry.get("ps2_relative_pe")

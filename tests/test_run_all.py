@@ -12,7 +12,7 @@ import pytest
 from nbclient import NotebookClient
 
 from attnkit_grader.editions import TRANSLATIONS, split
-from attnkit_grader.judging import registry
+from attnkit_grader import registry
 from attnkit_grader.run_all import TAG, tagged
 
 ROOT = Path(__file__).resolve().parents[1]

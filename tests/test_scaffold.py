@@ -17,7 +17,7 @@ import pytest
 
 from attnkit_grader import scaffold
 from attnkit_grader.files import content
-from attnkit_grader.judging import registry
+from attnkit_grader import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "demo_assignment"
@@ -114,7 +114,7 @@ def test_the_registry_reads_the_graders_own_folders_only(tmp_path):
     (tmp_path / "attnkit_assignments" / "__init__.py").write_text("")
     marker = tmp_path / "manifest-ran"
     (planted / "assignment.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
-    done = subprocess.run([sys.executable, "-c", "from attnkit_grader.judging import registry; registry.get('evil')"],
+    done = subprocess.run([sys.executable, "-c", "from attnkit_grader import registry; registry.get('evil')"],
                           cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(tmp_path)), capture_output=True, text=True)
     assert done.returncode != 0 and "is not the grader's own" in done.stderr, done.stderr
     assert not marker.exists()

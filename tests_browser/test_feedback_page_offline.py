@@ -87,7 +87,8 @@ def test_a_chinese_hand_ins_feedback_page_reads_in_chinese(tmp_path, browser):
     from attnkit_grader import catalogue
     from attnkit_grader.autograded_notebook import verdict_lines
     from attnkit_grader.feedback import translations
-    from attnkit_grader.judging import registry, variants
+    from attnkit_grader import registry
+    from attnkit_grader.judging import variants
 
     manifest = registry.get("ps2_relative_pe")
     bug = next(b for b in manifest.bugs if b.name == "index_i_minus_j")

@@ -2,7 +2,7 @@
 
 An assignment is a folder ``attnkit_assignments/NAME/`` of the installed grader. Its manifest,
 ``assignment.py``, holds ``ASSIGNMENT = Assignment(...)``, which the registry
-(:mod:`attnkit_grader.judging.registry`) finds and every consumer asks: the sandboxed grader, the
+(:mod:`attnkit_grader.registry`) finds and every consumer asks: the sandboxed grader, the
 catalogue, mutation testing, the example class, the hub, the site, the tests and the benchmarks. Its
 ``probes/`` package, the only part staged into a sandbox, uses ``attnkit_sandbox.probing`` instead; every
 other file of the folder is trusted and may import this module, ``attnkit`` and its own siblings.
@@ -24,26 +24,22 @@ assignment importing it closes no loop; ``tests/test_layout.py`` checks that, dy
 ``attnkit new-assignment NAME`` scaffolds a folder that uses all of it (:mod:`attnkit_grader.scaffold`).
 """
 
-import re
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from attnkit.i18n import N_
+from attnkit_sandbox.installed import NAME
 
 from .judging.compare import (Fail, Outputs, as32, as_tensor, close, equal, expect, fmt, scaled, sentence, shape_text,
                               tolerance)
 from .judging.in_kernel import run
-from .results import Message
+from .results import KINDS, Message
 
 __all__ = ["Assignment", "Bug", "Fail", "KINDS", "Message", "N_", "Outputs", "Spec", "as32", "as_tensor", "close", "equal",
            "expect", "fmt", "raised", "run", "scaled", "sentence", "shape_text", "tolerance"]
 
-# "values": compared with the reference on the grader's inputs; "property": a property of the
-# submission's own numbers; "structure": shapes, dtypes, parameters. The words of attnkit.checking.Checks.
-KINDS = ("values", "structure", "property")
-NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 
 from .autograders.base import Job
 from .files import remove
-from .judging import registry, variants
+from . import registry
+from .judging import variants
 
 __all__ = ["Case", "CanaryFailed", "Outcome", "cases", "check", "failure_text", "sing", "sing_on"]
 

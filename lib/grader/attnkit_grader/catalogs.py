@@ -28,7 +28,6 @@ any untranslated, fuzzy or unchanged-from-English entry outside :data:`SAME_AS_E
 """
 
 import functools
-import importlib
 import io
 import re
 import string
@@ -47,7 +46,6 @@ import jinja2.ext
 
 PACKAGE = Path(attnkit.__file__).parent
 GRADER = Path(__file__).parent
-ASSIGNMENTS = GRADER.parent / "attnkit_assignments"
 TRANSLATED = [code for code in i18n.LANGUAGES if code != i18n.ENGLISH]
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -80,7 +78,7 @@ FEEDBACK = Domain("attnkit_grader", GRADER / "locale", PACKAGE.parent.parent)
 
 
 def _assignment_domains():
-    from .judging import registry
+    from . import registry
     return tuple(Domain(name, registry.package_dir() / name / "locale", PACKAGE.parent.parent, assignment=True)
                  for name in registry.assignments())
 
@@ -122,7 +120,7 @@ def _python(path, keywords):
 def _found(domain):
     """[(message, file)] of ``domain``, in a stable order."""
     if domain.assignment:
-        from .judging import registry
+        from . import registry
         manifest = registry.get(domain.name)
         for path in sorted(manifest.folder.glob("*.py")):
             if path.name not in NOT_STUDENT_TEXT:
@@ -135,10 +133,10 @@ def _found(domain):
     if domain is STUDENT:
         for path in sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts):
             yield from ((m, path) for m in _python(path, {"Text": None, "N_": None}))
-        for path in sorted(ASSIGNMENTS.glob("*/bugs.py")):
-            bugs = importlib.import_module(f"attnkit_assignments.{path.parent.name}.bugs")
-            shipped = PACKAGE / "worked" / f"{path.parent.name}.json"   # where the student's copy comes from:
-            yield from ((bug.says, shipped) for bug in bugs.BUGS)     # no grader path in the student edition
+        from . import registry
+        for name in registry.assignments():                      # the catalogue, as the manifest names it
+            shipped = PACKAGE / "worked" / f"{name}.json"        # where the student's copy comes from:
+            yield from ((bug.says, shipped) for bug in registry.get(name).bugs)   # no grader path in the edition
         return
     from . import autograded_notebook, feedback, insight
     from .insight import render

@@ -34,7 +34,8 @@ import torch
 import attnkit.checking as checking
 from attnkit_sandbox.probe_sets import run_here
 
-from .judging import engine, registry, variants
+from . import registry
+from .judging import engine, variants
 from .judging.in_kernel import SEED
 
 __all__ = ["Outcome", "graded", "outcome", "visible", "write_worked"]

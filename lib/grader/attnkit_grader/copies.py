@@ -49,7 +49,8 @@ from pathlib import Path
 
 from . import similarity
 from .course import Course
-from .judging import registry, variants
+from . import registry
+from .judging import variants
 from .results import Message
 
 DELIMITERS = ("### BEGIN SOLUTION", "### END SOLUTION")

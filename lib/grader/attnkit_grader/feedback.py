@@ -98,7 +98,7 @@ def translations(language, assignment=None):
 def assignment_catalog(assignment, language):
     """The gettext catalog of an installed assignment's own sentences in ``language`` (a fresh copy: fallbacks
     are added to it), from its folder's ``locale/LANG/LC_MESSAGES/ASSIGNMENT.mo``; None when it has none."""
-    from .judging import registry
+    from . import registry
     if assignment not in registry.assignments():
         return None
     return gettext.translation(assignment, registry.package_dir() / assignment / "locale", languages=[language],

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import catalogue
-from .judging import registry, variants
+from . import registry
+from .judging import variants
 
 __all__ = ["Mutant", "Result", "equivalent", "mutants", "run"]
 

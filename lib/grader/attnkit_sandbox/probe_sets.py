@@ -8,13 +8,12 @@ the probes by name closes no import loop.
 """
 
 import importlib
-import re
 
 import numpy as np
 
-__all__ = ["probes_of", "run_here"]
+from .installed import NAME
 
-NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")             # an assignment folder
+__all__ = ["probes_of", "run_here"]
 
 
 def probes_of(assignment, module=None):
@@ -22,7 +21,7 @@ def probes_of(assignment, module=None):
     if module is None:
         if not isinstance(assignment, str) or not NAME.fullmatch(assignment):
             raise ValueError(f"assignment: expected the name of an assignment folder, got {assignment!r}")
-        module = f"attnkit_assignments.{assignment}.probes"
+        module = f"attnkit_assignments.{assignment}.probes"   # literal: tests/test_layout.py reads it
     return list(importlib.import_module(module).PROBES)
 
 

@@ -169,13 +169,12 @@ def warm_up():
     matplotlib.use("Agg")
     import matplotlib.pyplot  # noqa: F401
     import attnkit  # noqa: F401
-    from . import probe_sets, runner  # noqa: F401
+    from . import installed, probe_sets, runner  # noqa: F401
     names = []
     try:
         import attnkit_assignments
-        folder = next(iter(attnkit_assignments.__path__))
-        names = sorted(n for n in os.listdir(folder) if os.path.isfile(os.path.join(folder, n, "probes", "__init__.py")))
-    except (ImportError, OSError, StopIteration):
+        names = installed.assignments(next(iter(attnkit_assignments.__path__)))
+    except (ImportError, StopIteration):
         pass
     for name in names:
         probe_sets.probes_of(name)

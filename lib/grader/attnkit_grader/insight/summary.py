@@ -25,7 +25,7 @@ from pathlib import Path
 
 from .. import editions
 from ..exchange import RECORD
-from ..judging import registry
+from .. import registry
 from ..judging.engine import without_hint
 from ..precheck import COPY
 from ..teaching import resolve

@@ -17,11 +17,11 @@ import shutil
 import sys
 from pathlib import Path
 
+from attnkit_sandbox.installed import PACKAGE as ASSIGNMENTS, PROBES, assignments
+
 log = logging.getLogger(__name__)
 
 FONT_CACHE = "_matplotlib"           # in the staged folder: matplotlib's font list, bound into MPLCONFIGDIR
-ASSIGNMENTS = "attnkit_assignments"
-PROBES = "probes"                    # the one package of an assignment folder that is staged
 
 
 def stage_packages(dest):
@@ -37,9 +37,9 @@ def stage_packages(dest):
         _copy_package(package_dir(package), dest / package)
     root = package_dir(ASSIGNMENTS)
     _copy_docstring_only(root / "__init__.py", dest / ASSIGNMENTS / "__init__.py")
-    for folder in sorted(p for p in root.iterdir() if (p / PROBES / "__init__.py").is_file()):
-        _copy_docstring_only(folder / "__init__.py", dest / ASSIGNMENTS / folder.name / "__init__.py")
-        _copy_package(folder / PROBES, dest / ASSIGNMENTS / folder.name / PROBES)
+    for name in assignments(root):
+        _copy_docstring_only(root / name / "__init__.py", dest / ASSIGNMENTS / name / "__init__.py")
+        _copy_package(root / name / PROBES, dest / ASSIGNMENTS / name / PROBES)
     compileall.compile_dir(str(dest), quiet=1, force=True)       # this interpreter's bytecode, as the sandbox's
     for path in dest.rglob("*"):
         path.chmod(0o755 if path.is_dir() else 0o644)

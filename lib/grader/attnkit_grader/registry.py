@@ -5,24 +5,27 @@ An assignment is a folder ``attnkit_assignments/NAME/`` whose ``assignment.py`` 
 :mod:`attnkit_grader.authoring`). This module finds those folders in the ``attnkit_assignments`` package
 installed beside this grader, and nowhere else: a folder or manifest anywhere else (a course folder, the
 current folder, a path an instructor put first) is not an assignment, and an ``attnkit_assignments`` that
-is not the grader's own is refused. Every consumer asks here; :mod:`.engine` then decides from the
-manifest it is given.
+is not the grader's own is refused. Which folders are assignments is the sandbox side's one rule
+(:func:`attnkit_sandbox.installed.assignments`: a folder name, a ``probes/`` package), to which the registry
+adds the manifest. Every trusted module that wants "which assignments, which manifest" asks here, outside the
+judging package: the judge (:mod:`.judging.engine`) decides from the manifest it is given and imports no
+assignment.
 """
 
 import functools
 import importlib
-import re
 from pathlib import Path
 
 import numpy as np
 
-from ..authoring import KINDS, Assignment, Spec
+from attnkit_sandbox import installed
+
+from .authoring import KINDS, Assignment, Spec
 
 __all__ = ["KINDS", "Assignment", "Spec", "assignments", "check_ids", "describe", "get", "make_inputs",
            "max_points", "specs"]
 
 MANIFEST = "assignment.py"
-_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
 def package_dir():
@@ -30,7 +33,7 @@ def package_dir():
     import attnkit_assignments
 
     folder = Path(next(iter(attnkit_assignments.__path__))).resolve()
-    grader = Path(__file__).resolve().parents[2]          # the folder holding attnkit_grader/
+    grader = Path(__file__).resolve().parents[1]          # the folder holding attnkit_grader/
     if folder.parent != grader:
         raise ImportError(f"attnkit_assignments: {folder} is not the grader's own (expected it in {grader}); "
                           f"a package of that name earlier on the Python path is not an assignment")
@@ -38,8 +41,9 @@ def package_dir():
 
 
 def assignments():
-    """Names of the assignment folders with a manifest, sorted."""
-    return sorted(p.name for p in package_dir().iterdir() if _NAME.fullmatch(p.name) and (p / MANIFEST).is_file())
+    """Names of the assignment folders (:func:`attnkit_sandbox.installed.assignments`) with a manifest, sorted."""
+    folder = package_dir()
+    return [name for name in installed.assignments(folder) if (folder / name / MANIFEST).is_file()]
 
 
 @functools.lru_cache(maxsize=None)
