@@ -28,8 +28,8 @@ import numpy  # noqa: F401 - imported once here, as a warm worker would
 import torch  # noqa: F401
 
 import attnkit.checking  # noqa: F401
-from attnkit_grader.judging import registry
-from attnkit_sandbox import channel, probe_sets, probing, runner  # noqa: F401
+from attnkit_grader import registry
+from attnkit_sandbox import cells, channel, command, probe_sets, probing, runner  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 CLASS = ROOT / "examples" / "example_class"
@@ -43,14 +43,14 @@ def prepared(student, assignment, root):
     """A scratch folder like the sandbox's: notebook.ipynb and the probe inputs."""
     folder = root / f"{student}-{assignment}"
     folder.mkdir(parents=True)
-    shutil.copy(CLASS / student / assignment / f"{assignment}.ipynb", folder / runner.NOTEBOOK)
+    shutil.copy(CLASS / student / assignment / f"{assignment}.ipynb", folder / cells.NOTEBOOK)
     channel.write_inputs(folder, registry.make_inputs(assignment, 7))
     return folder
 
 
 def fresh(folder, assignment):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run([sys.executable, "-m", "attnkit_sandbox.runner", str(folder), "--assignment", assignment],
+    subprocess.run(command.argv(folder, assignment=assignment, python=sys.executable),
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime

@@ -256,11 +256,11 @@ def test_the_students_guide_quotes_the_markers_as_its_language_prints_them(langu
         assert f"`{marker}" in page, (language, marker)
 
 
-def test_the_sandboxed_runner_names_attnkits_languages_and_variable():
-    """The runner reads --language without importing attnkit: its copies of the two names stay attnkit's."""
-    from attnkit_sandbox import runner
+def test_the_runners_command_line_names_attnkits_languages_and_variable():
+    """The runner's command line is read without importing attnkit: its copies of the two names stay attnkit's."""
+    from attnkit_sandbox import command
 
-    assert runner.LANGUAGES == i18n.LANGUAGES and runner.LANGUAGE_VARIABLE == i18n.ENVIRONMENT
+    assert command.LANGUAGES == i18n.LANGUAGES and command.LANGUAGE_VARIABLE == i18n.ENVIRONMENT
 
 
 def test_the_autograded_copys_verdict_lines_follow_the_hand_ins_language():

@@ -19,6 +19,8 @@ PACKAGES = {"attnkit": ROOT / "lib" / "attnkit", "attnkit_grader": ROOT / "lib" 
 MAX_LINES = 520                      # "no module over ~500 lines"
 LOADERS = ("import_module", "__import__")   # calls that import a module given its name as a string
 API = "attnkit_grader.authoring"           # all an assignment may import of the grader
+RUNNER = "attnkit_sandbox.runner"          # the program run inside the sandbox
+NAME_PATTERN = r"[a-z][a-z0-9_]{0,63}"     # an assignment's name
 
 
 def modules():
@@ -136,9 +138,9 @@ def test_the_import_graph_has_no_cycle():
 def test_loads_by_name_are_edges_so_a_loop_through_the_registry_would_show():
     edges = graph()
     manifests = {n for n in modules() if n.startswith("attnkit_assignments.") and n.endswith(".assignment")}
-    assert manifests and manifests <= edges["attnkit_grader.judging.registry"]
+    assert manifests and manifests <= edges["attnkit_grader.registry"]
     assert {n for n in modules() if n.endswith(".probes")} <= edges["attnkit_sandbox.probe_sets"]
-    looped = {**edges, API: edges[API] | {"attnkit_grader.judging.registry"}}      # what the old layout had
+    looped = {**edges, API: edges[API] | {"attnkit_grader.registry"}}      # what the old layout had
     assert cycles(looped), "an API that reached the registry would close a loop, and the test must see it"
 
 
@@ -151,7 +153,46 @@ def test_an_assignment_imports_the_grader_through_the_api_alone_which_reaches_no
     reach = reached(graph(), API)
     # run() runs an assignment's probes, loaded by name; they import the sandbox's helpers, never the API
     assert not {t for t in reach if t.startswith("attnkit_assignments") and ".probes" not in t}, sorted(reach)
-    assert "attnkit_grader.judging.registry" not in reach
+    assert "attnkit_grader.registry" not in reach
+
+
+def test_the_judge_imports_no_assignment_and_asks_no_registry():
+    """The judging package decides from the manifest it is given: it imports no assignment module and never
+    reaches the registry; of the assignments it reaches only their probes, through the sandbox's probe sets."""
+    edges = graph()
+    judging = [n for n in edges if n == "attnkit_grader.judging" or n.startswith("attnkit_grader.judging.")]
+    assert len(judging) >= 5
+    for name in judging:
+        assert not {t for t in edges[name] if t.split(".")[0] == "attnkit_assignments"}, name
+        reach = reached(edges, name)
+        assert "attnkit_grader.registry" not in reach, name
+        assert not {t for t in reach if t.startswith("attnkit_assignments.") and ".probes" not in t}, name
+    assert "attnkit_grader.registry" in reached(graph() | {"attnkit_grader.judging.engine": {"attnkit_grader.registry"}},
+                                               "attnkit_grader.judging.engine"), "the test must see a judge that asks"
+
+
+def test_trusted_code_never_imports_the_sandboxs_entry_program():
+    """attnkit_sandbox.runner is the program that runs inside bubblewrap: the grader reads the cells' names from
+    attnkit_sandbox.cells and the command line from attnkit_sandbox.command, so that nothing at the runner's top
+    level reaches the grader or its root door. Inside the sandbox package only the zygote runs it in-process."""
+    importers = {name for name, path in modules().items() if RUNNER in imports(name, path)}
+    assert importers == {"attnkit_sandbox.zygote"}, sorted(importers)
+    spoken = {name for name, path in modules().items() if name not in ("attnkit_sandbox.command", RUNNER)
+              and RUNNER in {node.value for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                             if isinstance(node, ast.Constant) and isinstance(node.value, str)}}
+    assert not spoken, f"{sorted(spoken)} name the runner's module: build its command with attnkit_sandbox.command"
+
+
+def test_one_rule_says_which_assignments_are_installed():
+    """The assignment name pattern is written once (attnkit_sandbox.installed), and every listing of assignment
+    folders goes through installed.assignments: the registry, the staging, the zygote and the door."""
+    written = {name for name, path in modules().items()
+               if NAME_PATTERN in {node.value for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                                   if isinstance(node, ast.Constant) and isinstance(node.value, str)}}
+    assert written == {"attnkit_sandbox.installed"}, sorted(written)
+    for name in ("attnkit_grader.registry", "attnkit_grader.isolation.staging", "attnkit_sandbox.zygote"):
+        assert "attnkit_sandbox.installed" in graph()[name], name
+    assert "attnkit_grader.isolation.staging" in graph()["attnkit_grader.isolation.door"]
 
 
 def test_the_cycle_finder_finds_a_cycle():

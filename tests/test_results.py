@@ -44,8 +44,12 @@ def test_check_text_is_one_line_and_longer_when_it_names_a_mistake():
     assert len(check_text(long, mistakes=("bug_scale",))) == 800
 
 
-def test_one_word_per_kind():
-    assert KINDS == ("values", "structure", "property")
+def test_one_word_per_kind_on_both_sides_of_the_trust_boundary():
+    from attnkit.checking import Checks
+    from attnkit_grader import authoring
+    from attnkit_grader.autograded_notebook import KIND_NAMES
+    assert KINDS == ("values", "structure", "property") == Checks.KINDS     # the student package cannot import ours
+    assert authoring.KINDS is KINDS and tuple(KIND_NAMES) == KINDS
     with pytest.raises(ValueError, match="kind: expected one of"):
         CheckResult("c", "name", 0.0, 1.0, False, "reference")
 

@@ -24,6 +24,7 @@ from attnkit_grader.isolation import bwrap as sandbox
 from attnkit_grader.isolation import notebook_run, seccomp, staging, warm
 from attnkit_grader.isolation.limits import GiB, Limits, worker_uid
 from attnkit_sandbox import channel, runner
+from attnkit_sandbox.cells import EXPECTED, NOTEBOOK, python_source
 from conftest import processes_of
 
 TOY_PROBES = '''
@@ -105,7 +106,7 @@ def scratch(tmp_path, monkeypatch):
 
 def run_here(folder, content, **options):
     """Run the runner in this process on ``content`` (a notebook dict or raw text); return the report."""
-    write(folder / runner.NOTEBOOK, content)
+    write(folder / NOTEBOOK, content)
     options.setdefault("assignment", "toy")
     return runner.Runner(folder, probes="toy_probes", **options).run()
 
@@ -215,7 +216,7 @@ def test_results_travel_in_memory_and_are_decoded_as_hostile(scratch):
     """With a pipe the runner writes no file: the parent decodes the bytes it sent, and garbage, a cut-short
     archive or an oversized one are reasons, never exceptions."""
     read, send = os.pipe()
-    write(scratch / runner.NOTEBOOK, notebook(GOOD_CELLS))
+    write(scratch / NOTEBOOK, notebook(GOOD_CELLS))
     done = {}
     reader = threading.Thread(target=lambda: done.setdefault("data", b"".join(iter(lambda: os.read(read, 1 << 16), b""))))
     reader.start()
@@ -295,7 +296,7 @@ def test_runner_skips_cells_on_request_and_bounds_the_output_it_keeps(scratch, m
 ])
 def test_runner_reports_unreadable_notebooks(scratch, content, status, reason):
     if isinstance(content, bytes):
-        (scratch / runner.NOTEBOOK).write_bytes(content)
+        (scratch / NOTEBOOK).write_bytes(content)
         report = runner.Runner(scratch, assignment="toy", probes="toy_probes").run()
     else:
         report = run_here(scratch, content)
@@ -313,7 +314,7 @@ def test_runner_reports_deleted_retyped_and_duplicated_cells(scratch):
     content = notebook(cells[:4])
     content["cells"].append(cells[4])
     expected = {"square_answer": "code", "scale_answer": "code", "test_square": "code", "test_scale": "code"}
-    write(scratch / runner.EXPECTED, {"cells": expected})
+    write(scratch / EXPECTED, {"cells": expected})
     report = run_here(scratch, content)
     remarks = report["remarks"]
     assert "cell 5 is not a notebook cell (no cell_type); ignored" in remarks
@@ -333,7 +334,7 @@ def test_runner_without_release_still_flags_a_retyped_test_cell(scratch):
 
 
 def test_runner_tolerates_a_missing_probes_module(scratch):
-    write(scratch / runner.NOTEBOOK, code("x = 1"))
+    write(scratch / NOTEBOOK, code("x = 1"))
     report = runner.Runner(scratch, assignment="toy", probes="no_such_probes_module").run()
     assert report["cells"][0]["status"] == "ok"
     assert report["reason"].startswith("probes unavailable (ModuleNotFoundError")
@@ -347,11 +348,11 @@ def test_runner_leaves_this_process_as_it_found_it(scratch):
 
 
 def test_python_source_handles_magics_minimally():
-    assert runner.python_source("x = 1") == ("x = 1", [])
-    assert runner.python_source("%time y = 2\n!ls") == ("y = 2\npass", ["ran the statement of %time", "skipped !ls"])
-    assert runner.python_source("%%time\nz = 3")[0] == "z = 3"
-    assert runner.python_source("%%writefile a.py\nx")[0] is None
-    assert runner.python_source("s = '''\n%d\n'''")[1] == []      # valid Python is never rewritten
+    assert python_source("x = 1") == ("x = 1", [])
+    assert python_source("%time y = 2\n!ls") == ("y = 2\npass", ["ran the statement of %time", "skipped !ls"])
+    assert python_source("%%time\nz = 3")[0] == "z = 3"
+    assert python_source("%%writefile a.py\nx")[0] is None
+    assert python_source("s = '''\n%d\n'''")[1] == []      # valid Python is never rewritten
 
 
 # --- staging the packages the sandbox may import -------------------------------------------------------------

@@ -41,7 +41,7 @@ from attnkit_grader.autograders.sandboxed import cell_issues, derive_seed, plain
 from attnkit_grader.cli import parser
 from attnkit_grader.feedback import page
 from attnkit_grader.journal import Journal
-from attnkit_grader.judging import registry
+from attnkit_grader import registry
 from attnkit_grader.progress import INTERVAL, Progress, duration
 from attnkit_grader.release_cells import Release
 

@@ -39,7 +39,7 @@ from typing import Callable
 
 from nbgrader.api import Gradebook, MissingEntry
 
-from attnkit_sandbox import runner
+from attnkit_sandbox.cells import MAX_NOTEBOOK_BYTES
 
 from .autograders.base import Job, NbgraderAutograder
 from .course import Course
@@ -302,7 +302,7 @@ def place(course, submissions, student, assignment, released, copy=True, autogra
             if original.is_dir() and not odd:
                 shutil.copytree(original, target, symlinks=True)
     huge = [p.name for p in released.glob("*.ipynb")
-            if (original / p.name).is_file() and (original / p.name).stat().st_size > runner.MAX_NOTEBOOK_BYTES]
+            if (original / p.name).is_file() and (original / p.name).stat().st_size > MAX_NOTEBOOK_BYTES]
     if odd:
         record.status = "rejected"
         path, what = odd[0]
@@ -315,7 +315,7 @@ def place(course, submissions, student, assignment, released, copy=True, autogra
     elif huge:                                          # never read a file that size into the grader's memory
         record.status = "rejected"
         record.issues = [Message.make("{name} is larger than {size} MiB", name=name,
-                                      size=runner.MAX_NOTEBOOK_BYTES // 2**20) for name in huge]
+                                      size=MAX_NOTEBOOK_BYTES // 2**20) for name in huge]
     else:
         translations = [released.parent / name for language, name in course.editions(assignment).items()
                         if name != assignment]

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 import nbformat
 from nbgrader.utils import is_grade, is_locked, is_solution
 
-from attnkit_sandbox import runner
+from attnkit_sandbox.cells import expected_cells
 
-from .judging import registry
+from . import registry
 
 
 def grade_id_of(cell):
@@ -71,7 +71,7 @@ class Release:
             if is_grade(cell):
                 kind = "test" if not is_solution(cell) and cell.cell_type == "code" else "written"
                 cells.append((grade_id, kind, float(cell.metadata.nbgrader.get("points", 0)), source_of(cell)))
-        release = cls(assignment, names[0], data, notebook, cells, locked, order, runner.expected_cells(notebook),
+        release = cls(assignment, names[0], data, notebook, cells, locked, order, expected_cells(notebook),
                       solutions, translated_answers(course, assignment, names[0]))
         release.check_judges()
         return release

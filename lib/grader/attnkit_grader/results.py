@@ -20,6 +20,9 @@ from dataclasses import dataclass, field, replace
 from numbers import Integral, Real
 
 VERSION = 2                      # of the records' JSON; the journal's lines carry it
+# A check's kind, the words of attnkit.checking.Checks (tests/test_results.py holds the two equal): "values":
+# compared with the reference on the grader's inputs; "property": a property of the submission's own numbers;
+# "structure": shapes, dtypes, parameters.
 KINDS = ("values", "structure", "property")
 STATUSES = ("pending", "graded", "rejected", "failed", "missing")
 MESSAGE_LIMIT = 400              # characters of a check's message on one line; twice that with a diagnosis

@@ -1,7 +1,9 @@
 """Run one submitted notebook inside the sandbox: its code cells in order in one namespace, then the probes.
 
-    python -m attnkit_sandbox.runner SCRATCH_DIR [--assignment NAME] [--probes MODULE] [--out DIR]
-        [--channel FD] [--cell-timeout SECONDS] [--cell-output BYTES] [--skip N,N,...] [--reap]
+    python -m attnkit_sandbox.runner SCRATCH_DIR [--assignment NAME] [--probes MODULE] [--channel FD]
+        [--cell-timeout SECONDS] [--grace SECONDS] [--skip N,N,...] [--language LANG] [--reap]
+
+(the options, their defaults and how the grader builds the line: :mod:`attnkit_sandbox.command`).
 
 Reads SCRATCH_DIR/notebook.ipynb with plain ``json`` and tolerates anything (not JSON, no cells, cells of
 odd types); runs the code cells in order in one fresh namespace (``__name__ == "__main__"``), each under
@@ -28,7 +30,6 @@ says about them come from student code. The report is for reasons and remarks, n
 come from a trusted judge comparing the outputs with a reference on inputs the notebook could not choose.
 """
 
-import argparse
 import builtins
 import faulthandler
 import json
@@ -39,22 +40,15 @@ import threading
 import time
 from pathlib import Path
 
-from . import channel
-from .cells import (EXPECTED, MAX_NOTEBOOK_BYTES, NOTEBOOK, compile_cell, expected_cells, python_source,  # noqa: F401
-                    read_cells, read_expected, structure_remarks)
+from . import channel, command
+from .cells import NOTEBOOK, cell_label, compile_cell, python_source, read_cells, read_expected, structure_remarks
+from .command import CELL_TIMEOUT, EXIT_STUCK, LANGUAGE_VARIABLE
 from .probe_sets import probes_of
 from .processes import (Watchdog, close_figures, cpu_seconds, current_limits, kill_others, peak_memory,
                         yield_to_the_runner)
 
-CELL_TIMEOUT = 30.0                 # seconds, as nbgrader_config.py sets for nbgrader
 CELL_OUTPUT = 20_000                # bytes kept of each of a cell's stdout and stderr
 REPORT_OUTPUT = 2 * 2**20           # bytes of captured output kept in the whole report (many noisy cells)
-STUCK_GRACE = 5.0                   # seconds a timed-out cell may take to give up before the process ends
-EXIT_STUCK = 70                     # exit status when a cell or probe ignored its timeout
-# attnkit.i18n's languages and its environment variable, named here so that reading the command line imports
-# nothing of attnkit (tests/test_languages.py holds the two to the same values)
-LANGUAGES = ("en", "fr", "zh")
-LANGUAGE_VARIABLE = "ATTNKIT_LANG"
 MEMORY_WORDS = ("can't allocate memory", "Cannot allocate memory", "bad_alloc", "out of memory")
 
 
@@ -412,61 +406,38 @@ def summary(report):
     limits = report.get("limits", {})
     for cell in report["cells"]:
         if cell["status"] == "timeout":
-            return f"cell {label(cell)} ran over the {limits.get('cell_timeout'):g} s limit and was interrupted"
+            return f"{cell_label(cell['index'], cell.get('grade_id'))} ran over the {limits.get('cell_timeout'):g} s limit and was interrupted"
     for cell in report["cells"]:
         if cell.get("memory"):
             cap = limits.get("as")
             limit = f" (limit {cap / 2**30:.3g} GiB)" if cap else ""
-            return f"cell {label(cell)} ran out of memory{limit}: {cell.get('error')}"
+            return f"{cell_label(cell['index'], cell.get('grade_id'))} ran out of memory{limit}: {cell.get('error')}"
     for cell in report["cells"]:
         if cell.get("processes"):
             cap = limits.get("nproc")
-            return f"cell {label(cell)} hit the limit of {cap} processes and threads: {cell.get('error')}"
+            return f"{cell_label(cell['index'], cell.get('grade_id'))} hit the limit of {cap} processes and threads: {cell.get('error')}"
     for cell in report["cells"]:
         if cell.get("still_running"):
-            return (f"cell {label(cell)} left {cell['still_running']} processes the grader could not stop; "
+            return (f"{cell_label(cell['index'], cell.get('grade_id'))} left {cell['still_running']} processes the grader could not stop; "
                     f"later cells and probes shared the sandbox with them")
     for cell in report["cells"]:
         if cell.get("killed"):
-            return f"cell {label(cell)} left {cell['killed']} processes running; the grader killed them"
+            return f"{cell_label(cell['index'], cell.get('grade_id'))} left {cell['killed']} processes running; the grader killed them"
     for cell in report["cells"]:
         for name in ("stdout", "stderr"):
             if f"{name}_bytes" in cell:
-                return (f"cell {label(cell)} wrote {cell[f'{name}_bytes']} bytes to {name}; only the first "
+                return (f"{cell_label(cell['index'], cell.get('grade_id'))} wrote {cell[f'{name}_bytes']} bytes to {name}; only the first "
                         f"{limits.get('cell_output')} were kept")
     if report.get("probe_error"):
         return report["probe_error"]
     return report["remarks"][0] if report["remarks"] else None
 
 
-def label(cell):
-    return f"{cell['index']} ('{cell['grade_id']}')" if cell.get("grade_id") else str(cell["index"])
-
-
 # --- command line -------------------------------------------------------------------------------------------
-
-def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="python -m attnkit_sandbox.runner", description=__doc__.split("\n")[0])
-    parser.add_argument("scratch", help="folder holding notebook.ipynb and the probe inputs")
-    parser.add_argument("--assignment", help="run the probes of this assignment")
-    parser.add_argument("--probes", help="module defining PROBES (default: attnkit_assignments.ASSIGNMENT.probes)")
-    parser.add_argument("--channel", type=int, help="file descriptor to send progress and the files on")
-    parser.add_argument("--cell-timeout", type=float, default=CELL_TIMEOUT, help="seconds per cell and probe")
-    parser.add_argument("--skip", default="", help="comma-separated cell numbers (from 1) not to run")
-    parser.add_argument("--grace", type=float, default=STUCK_GRACE,
-                        help="seconds past its timeout before a stuck cell ends the process (default: %(default)s)")
-    parser.add_argument("--language", choices=LANGUAGES,
-                        help="the language attnkit's messages are printed in (the hand-in's edition; a "
-                             "set_language call in the notebook still wins, as in the student's kernel)")
-    parser.add_argument("--reap", action="store_true",
-                        help="after each cell and probe, kill every other process of the PID namespace (only "
-                             "in the sandbox's own PID namespace; refused when run as root)")
-    return parser.parse_args(argv)
-
 
 def main(argv=None):
     """Run the notebook, then end the process at once (student threads and atexit hooks never run)."""
-    args = parse_args(argv)
+    args = command.parse(argv)
     if args.reap and os.geteuid() == 0:
         raise SystemExit("--reap: refused as root (kill(-1) would reach every process root may signal)")
     faulthandler.enable(file=sys.__stderr__)        # a segfault prints which cell's line crashed

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+from attnkit_sandbox.cells import cell_label
 from nbformat.warnings import MissingIDFieldWarning
 from sqlalchemy.exc import SAWarning
 from nbgrader.utils import is_grade, is_solution
@@ -170,7 +171,7 @@ def execution_issues(notebook, name, timeout):
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         if not errors:
             continue
-        where = f"{name} cell {number}{cell_label(cell)}"
+        where = f"{name} {cell_label(number, grade_id_of(cell))}"
         if any(e.ename == "CellTimeoutError" for e in errors):
             outcomes.append((where, "timeout", is_test(cell),
                              Message.make("ran over the {seconds} s limit and was interrupted", seconds=timeout)))
@@ -208,11 +209,6 @@ def issues_from_cells(outcomes, notebook=None):
                                    notebook=notebook) if notebook else
                       Message.make("{count} later non-test cell(s) also raised", count=later))
     return issues
-
-
-def cell_label(cell):
-    grade_id = grade_id_of(cell)
-    return f" ('{grade_id}')" if grade_id else ""
 
 
 def is_test(cell):

@@ -7,6 +7,7 @@ messages): types are checked, text is clipped, nothing is trusted for points.
 import re
 
 from attnkit_sandbox import channel
+from attnkit_sandbox.cells import cell_label
 
 from ..results import Message
 from .base import issues_from_cells
@@ -42,11 +43,6 @@ def plain_cells(report):
     return cells
 
 
-def cell_label(cell):
-    grade_id = cell.get("grade_id")
-    return f"cell {cell.get('index')}" + (f" ('{grade_id}')" if isinstance(grade_id, str) else "")
-
-
 def clip(text, limit=CELL_WORDS):
     return channel.clip_message(text, limit) if isinstance(text, str) else ""
 
@@ -60,7 +56,7 @@ def cell_issues(report, release, reason):
     """Remarks on the run (Messages), in the words the nbgrader path uses: timeouts, errors outside test
     cells, then the runner's own remarks (untrusted text, shown as it is)."""
     tests = {grade_id for grade_id, kind, _, _ in release.cells if kind == "test"}
-    outcomes = [(cell_label(cell), cell["status"], cell.get("grade_id") in tests,
+    outcomes = [(cell_label(cell.get("index"), cell.get("grade_id")), cell["status"], cell.get("grade_id") in tests,
                  cell["error"] or Message.make("ran over its time limit") if cell["status"] == "timeout"
                  else cell["error"])
                 for cell in plain_cells(report) if not names_cell(reason, cell["index"])]   # the reason says it

@@ -49,7 +49,8 @@ from sqlalchemy.exc import SAWarning
 
 import attnkit
 import attnkit_sandbox
-from attnkit_sandbox import channel, runner
+from attnkit_sandbox import channel
+from attnkit_sandbox.cells import cell_label, read_cells
 
 from .. import authoring, autograded_notebook, feedback, files, judging, locks
 from ..files import remove
@@ -59,14 +60,14 @@ from ..isolation.limits import Limits, worker_uid
 from ..late import apply_late_penalty
 from ..journal import Journal
 from ..judging import engine as judges
-from ..judging import registry
+from .. import registry
 from ..canary import sing
 from ..release_cells import Release
 from ..precheck import Issue
 from ..results import CellResult, Message, SubmissionResult
 from .base import Autograder, failed
 from .pool import Pool
-from .runs import cell_issues, cell_label, dying_cell, names_cell, plain_cells
+from .runs import cell_issues, dying_cell, names_cell, plain_cells
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +130,7 @@ class Run:
 def runnable(submission, released):
     """True when every released notebook is in ``submission`` with a list of cells the runner can run."""
     names = [path.name for path in Path(released).glob("*.ipynb")]
-    return bool(names) and all((submission / name).is_file() and runner.read_cells(submission / name)[2] is None
+    return bool(names) and all((submission / name).is_file() and read_cells(submission / name)[2] is None
                                for name in names)
 
 
@@ -358,7 +359,7 @@ class SandboxAutograder(Pool, Autograder):
                                              answered=bool(answered.get(grade_id)))
         issues = []
         for number, why in done.skipped:
-            label = cell_label({"index": number, "grade_id": self.grade_id_at(done.report, number)})
+            label = cell_label(number, self.grade_id_at(done.report, number))
             issues.append(Message.make("{why}; graded again without that cell", why=why) if names_cell(why, number)
                           else Message.make("{cell}: {why}; graded again without that cell", cell=label, why=why))
         reason = Message.text(done.reason) if done.reason else None

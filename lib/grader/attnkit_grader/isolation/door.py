@@ -32,7 +32,6 @@ import io
 import json
 import math
 import os
-import re
 import shutil
 import stat
 import subprocess
@@ -41,7 +40,10 @@ import tempfile
 import threading
 from pathlib import Path
 
-from attnkit_sandbox import channel, runner
+from attnkit_sandbox import channel
+from attnkit_sandbox.cells import EXPECTED, MAX_NOTEBOOK_BYTES, NOTEBOOK
+from attnkit_sandbox.command import CELL_TIMEOUT, LANGUAGES, STUCK_GRACE
+from attnkit_sandbox.installed import NAME
 
 from .bwrap import SandboxResult
 from . import slots
@@ -50,15 +52,14 @@ from .reaping import reap
 
 DOOR_VARIABLE = "ATTNKIT_SANDBOX_DOOR"   # the door program, for the grading process (set by PREFIX/bin/attnkit)
 MAGIC = b"attnkit-door/1"
-ASSIGNMENT = re.compile(r"[a-z][a-z0-9_]{0,63}")
 REQUEST = "request.json"
 RESULT = "result.json"
 STREAMS = ("stdout", "stderr")
 MAX_FRAMES = 32
 MAX_HEADER = 200                               # bytes of a header line
 # What a request may carry besides request.json, with the most bytes of each.
-FILE_LIMITS = {runner.NOTEBOOK: runner.MAX_NOTEBOOK_BYTES, channel.INPUTS_NPZ: 128 * 2**20,
-               channel.INPUTS_JSON: 2**20, runner.EXPECTED: 2**20, REQUEST: 64 * 2**10}
+FILE_LIMITS = {NOTEBOOK: MAX_NOTEBOOK_BYTES, channel.INPUTS_NPZ: 128 * 2**20,
+               channel.INPUTS_JSON: 2**20, EXPECTED: 2**20, REQUEST: 64 * 2**10}
 MAX_SKIP = 1000
 MAX_GRACE = 60.0
 CEILING = Limits()                             # no request may ask for more than the door's defaults
@@ -134,19 +135,8 @@ def read_exactly(stream, length):
 
 def installed_assignments():
     """Names of the assignments whose probes the installed grader holds (the only names a request may give)."""
-    from .staging import ASSIGNMENTS, PROBES, package_dir
-    root = package_dir(ASSIGNMENTS)
-    return sorted(p.name for p in root.iterdir()
-                  if ASSIGNMENT.fullmatch(p.name) and _readable(p / PROBES / "__init__.py"))
-
-
-def _readable(path):
-    """Whether ``path`` is a file this process may read: a folder it may not enter (a __pycache__ that root
-    wrote with umask 077, met by an unprivileged cluster worker) holds no assignment for it."""
-    try:
-        return path.is_file() and os.access(path, os.R_OK)
-    except OSError:
-        return False
+    from .staging import ASSIGNMENTS, assignments, package_dir
+    return assignments(package_dir(ASSIGNMENTS))
 
 
 def parse_request(frames, assignments):
@@ -155,8 +145,8 @@ def parse_request(frames, assignments):
     files = dict(frames)
     if len(files) != len(frames):
         raise RequestError("request: a file is sent twice")
-    if REQUEST not in files or runner.NOTEBOOK not in files:
-        raise RequestError(f"request: expected {REQUEST} and {runner.NOTEBOOK}, got {sorted(files)}")
+    if REQUEST not in files or NOTEBOOK not in files:
+        raise RequestError(f"request: expected {REQUEST} and {NOTEBOOK}, got {sorted(files)}")
     try:
         fields = json.loads(files.pop(REQUEST).decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
@@ -167,18 +157,18 @@ def parse_request(frames, assignments):
     if unknown:
         raise RequestError(f"{REQUEST}: unknown fields {sorted(unknown)} (a door takes no paths, commands or modules)")
     assignment = fields.get("assignment")
-    if not isinstance(assignment, str) or not ASSIGNMENT.fullmatch(assignment) or assignment not in assignments:
+    if not isinstance(assignment, str) or not NAME.fullmatch(assignment) or assignment not in assignments:
         raise RequestError(f"assignment: expected one of the installed assignments {assignments}, got {assignment!r}")
     limits = parse_limits(fields.get("limits", {}))
-    cell_timeout = number(fields.get("cell_timeout", runner.CELL_TIMEOUT), "cell_timeout", 0.0, limits.wall_seconds)
-    grace = number(fields.get("grace", runner.STUCK_GRACE), "grace", 0.0, MAX_GRACE, allow_zero=True)
+    cell_timeout = number(fields.get("cell_timeout", CELL_TIMEOUT), "cell_timeout", 0.0, limits.wall_seconds)
+    grace = number(fields.get("grace", STUCK_GRACE), "grace", 0.0, MAX_GRACE, allow_zero=True)
     skip = fields.get("skip", [])
     if not isinstance(skip, list) or len(skip) > MAX_SKIP or not all(
             type(n) is int and 1 <= n <= 10**6 for n in skip):
         raise RequestError(f"skip: expected at most {MAX_SKIP} cell numbers from 1, got {str(skip)[:80]}")
     language = fields.get("language")
-    if language is not None and language not in runner.LANGUAGES:
-        raise RequestError(f"language: expected one of {list(runner.LANGUAGES)}, got {str(language)[:40]!r}")
+    if language is not None and language not in LANGUAGES:
+        raise RequestError(f"language: expected one of {list(LANGUAGES)}, got {str(language)[:40]!r}")
     return RunnerJob(assignment, cell_timeout, grace, tuple(skip), language=language), files, limits
 
 

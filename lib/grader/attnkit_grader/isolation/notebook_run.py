@@ -13,12 +13,13 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnkit_sandbox import channel, runner
+from attnkit_sandbox import channel, command
+from attnkit_sandbox.cells import EXPECTED, NOTEBOOK, cell_label
 
 from .bwrap import CHANNEL, SCRATCH, SandboxResult, human
 
 # What a scratch folder may hold when a run starts (the runner's inputs), each written by the grading process.
-SCRATCH_FILES = (runner.NOTEBOOK, channel.INPUTS_NPZ, channel.INPUTS_JSON, runner.EXPECTED)
+SCRATCH_FILES = (NOTEBOOK, channel.INPUTS_NPZ, channel.INPUTS_JSON, EXPECTED)
 
 
 @dataclass
@@ -42,41 +43,32 @@ class RunnerJob:
     """
 
     assignment: str = None
-    cell_timeout: float = runner.CELL_TIMEOUT
-    grace: float = runner.STUCK_GRACE
+    cell_timeout: float = command.CELL_TIMEOUT
+    grace: float = command.STUCK_GRACE
     skip: tuple = ()
     probes: str = None
     language: str = None
 
     def argv(self):
         """The runner's command line inside the sandbox."""
-        argv = ["python", "-m", "attnkit_sandbox.runner", SCRATCH, "--channel", CHANNEL,
-                "--cell-timeout", str(self.cell_timeout), "--grace", str(self.grace), "--reap"]
-        if self.assignment:
-            argv += ["--assignment", self.assignment]
-        if self.probes:
-            argv += ["--probes", self.probes]
-        if self.skip:
-            argv += ["--skip", ",".join(str(n) for n in self.skip)]
-        if self.language:
-            argv += ["--language", self.language]
-        return argv
+        return command.argv(SCRATCH, channel=CHANNEL, cell_timeout=self.cell_timeout, grace=self.grace, reap=True,
+                            assignment=self.assignment, probes=self.probes, skip=self.skip, language=self.language)
 
 
 def run_notebook(sandbox, notebook, scratch_dir, assignment=None, inputs=None, limits=None, probes=None,
-                 expected=None, cell_timeout=runner.CELL_TIMEOUT, skip=(), grace=runner.STUCK_GRACE, language=None):
+                 expected=None, cell_timeout=command.CELL_TIMEOUT, skip=(), grace=command.STUCK_GRACE, language=None):
     """Run ``notebook`` (a path) with the runner through ``sandbox`` (a launcher, see the module's docstring)
     over ``scratch_dir`` (its inputs are written there; nothing comes back through it).
 
     ``inputs``: the probe inputs (channel.write_inputs); ``expected``: the release's {grade_id: cell_type}
-    (runner.expected_cells) for remarks on deleted and retyped cells; ``probes``: a module other than
+    (attnkit_sandbox.cells.expected_cells) for remarks on deleted and retyped cells; ``probes``: a module other than
     attnkit_assignments.<assignment>.probes (it must be importable in the sandbox); ``skip``: cell numbers not to run;
     ``grace``: seconds a cell may ignore its timeout before the runner ends itself; ``language``: what the
     checks print their messages in (the hand-in's edition; None: the runner's default, English).
     """
     scratch_dir = prepare(scratch_dir, notebook, inputs, expected)
-    if language is not None and language not in runner.LANGUAGES:
-        raise ValueError(f"language: expected one of {runner.LANGUAGES}, got {language!r}")
+    if language is not None and language not in command.LANGUAGES:
+        raise ValueError(f"language: expected one of {command.LANGUAGES}, got {language!r}")
     job = RunnerJob(assignment, float(cell_timeout), float(grace), tuple(int(n) for n in skip), probes, language)
     result = sandbox.launch(job, scratch_dir, limits or sandbox.limits)
     return interpret(result, assignment, cell_timeout)
@@ -88,11 +80,11 @@ def prepare(scratch_dir, notebook, inputs=None, expected=None):
         raise ValueError(f"notebook: {notebook} is a symbolic link; copy the submission's own file")
     scratch_dir = Path(scratch_dir)
     scratch_dir.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(notebook, scratch_dir / runner.NOTEBOOK)
+    shutil.copyfile(notebook, scratch_dir / NOTEBOOK)
     if inputs is not None:
         channel.write_inputs(scratch_dir, inputs)
     if expected is not None:
-        (scratch_dir / runner.EXPECTED).write_text(json.dumps({"cells": expected}), encoding="utf-8")
+        (scratch_dir / EXPECTED).write_text(json.dumps({"cells": expected}), encoding="utf-8")
     return scratch_dir
 
 
@@ -127,7 +119,7 @@ def current_step(progress):
             if "probe" in event:
                 step = f"probe {event['probe']}"
             else:
-                step = f"cell {event.get('cell')}" + (f" ('{event['grade_id']}')" if event.get("grade_id") else "")
+                step = cell_label(event.get("cell"), event.get("grade_id"))
             step = channel.clip_message(step, 120)         # the notebook chose the grade_id
         elif kind == "done":
             step = None
@@ -138,7 +130,7 @@ def combined_reason(result, report, progress, cell_timeout):
     """One line: the sandbox's reason with the step it happened in, else the runner's own reason."""
     step = current_step(progress)
     stuck = any(event.get("event") == "stuck" for event in progress)
-    if stuck and result.exit_code == runner.EXIT_STUCK and not result.timed_out:
+    if stuck and result.exit_code == command.EXIT_STUCK and not result.timed_out:
         return f"{step} ran over the {cell_timeout:g} s limit and ignored the interrupt; the run was stopped"
     if result.reason:
         where = f" during {step}" if step else ""

@@ -27,13 +27,12 @@ import re
 from attnkit.checking import has_evidence
 from attnkit.i18n import N_
 
-from ..results import CheckResult, Message
+from ..results import CheckResult, Message, one_line
 from . import variants
 from .compare import Fail, Outputs, sentence
 
 __all__ = ["UNSUPPORTED", "decide", "judge", "scores", "without_hint"]
 
-_MESSAGE_LIMIT = 400
 UNSUPPORTED = N_("right, but counts only once a comparison with the expected values in this cell passes")
 DIAGNOSED = N_("{diagnosis} ({message})")
 
@@ -41,11 +40,6 @@ DIAGNOSED = N_("{diagnosis} ({message})")
 def scores(verdicts):
     """{grade_id: points earned} from the result of ``judge``."""
     return {grade_id: float(sum(check.points for check in checks)) for grade_id, checks in verdicts.items()}
-
-
-def _one_line(text, limit=_MESSAGE_LIMIT):
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 _EXCEPTION = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Failed|Interrupt|Exit|Warning)?: ")
@@ -57,7 +51,7 @@ def _explain_error(error):
     The runner records an exception as "TypeName: message"; the exchange records why it rejected an
     output array in plain words.
     """
-    text = _one_line(error if isinstance(error, str) else repr(error))
+    text = one_line(error if isinstance(error, str) else repr(error))
     if text.startswith("NotImplementedError"):
         return Message.make("not implemented yet: your code still raises NotImplementedError")
     if text.startswith("CheckFailed: "):          # raised by a loading helper: already a sentence
