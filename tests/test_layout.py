@@ -245,4 +245,16 @@ if __name__ == "__main__":
         print(f"  {name} loads {target}")
     print(f"{API} reaches {len(reached(edges, API))} modules: of the assignments' only their probes (loaded by "
           f"name), and not the registry")
+    trusted = [n for n in edges if not n.startswith(("attnkit_sandbox", "attnkit_assignments"))]
+    print(f"trusted modules importing {RUNNER}: {sum(RUNNER in edges[n] for n in trusted)}")
+    judging = [n for n in edges if n.startswith("attnkit_grader.judging")]
+    print(f"judging modules importing or reaching a manifest or other non-probe assignment module: "
+          f"{sum(any(t.startswith('attnkit_assignments.') and '.probes' not in t for t in reached(edges, n)) for n in judging)}"
+          f" of {len(judging)}")
+    registry = next(n for n in edges if n.endswith(".registry") and n.startswith("attnkit_grader"))
+    print(f"the registry: {registry}, imported by {sum(registry in edges[n] for n in edges)} modules")
+    patterns = {n for n, path in modules().items()
+                if NAME_PATTERN in {node.value for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                                    if isinstance(node, ast.Constant) and isinstance(node.value, str)}}
+    print(f"modules writing the assignment name pattern: {len(patterns)} ({', '.join(sorted(patterns))})")
     sys.exit(1 if cycles(edges) else 0)
