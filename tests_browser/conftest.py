@@ -6,6 +6,7 @@ Screenshots go to build/browser-artifacts/ (every step's, named in the tests); o
 of every open page and a copy of the hub's log are added there too.
 """
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -86,6 +87,27 @@ def new_page(browser):
     OPEN_PAGES.clear()
     for context in contexts:
         context.close()
+
+
+@contextlib.contextmanager
+def offline_page(browser, path, least_formulas):
+    """A page reading the file ``path`` as a student would, offline and with no script; its formulas are checked
+    typeset (at least ``least_formulas``, the first one drawn, not an empty box) before the block runs, and
+    after it that the page fetched nothing but files."""
+    requests = []
+    context = browser.new_context(java_script_enabled=False, offline=True, viewport={"width": 900, "height": 1000})
+    try:
+        page = context.new_page()
+        page.on("request", lambda request: requests.append(request.url))
+        page.goto(Path(path).as_uri())
+        formulas = page.locator("mjx-container svg")
+        assert formulas.count() >= least_formulas, f"{formulas.count()} typeset formulas, expected {least_formulas}"
+        box = formulas.first.bounding_box()
+        assert box and box["width"] > 2 and box["height"] > 2
+        yield page
+    finally:
+        context.close()
+    assert [url for url in requests if not url.startswith("file://")] == []
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -14,7 +14,7 @@ from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from traitlets.config import Config
 
 from attnkit_grader import offline
-from conftest import ARTIFACTS, ROOT
+from conftest import ARTIFACTS, ROOT, offline_page
 
 VERDICT = ("FAIL [0/1] relative_position_index(4, 6, 2) is the matrix shown in the exercise\n"
            "       -> relative_position_index(4, 6, 2): 20 entries differ; first at index (0, 1): got 1, expected 3. "
@@ -54,16 +54,7 @@ def test_the_finished_feedback_page_is_complete_in_chromium_with_no_network_and_
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "ps2_relative_pe.html"
     path.write_text(text, encoding="utf-8")
-    requests = []
-    context = browser.new_context(java_script_enabled=False, offline=True, viewport={"width": 900, "height": 1000})
-    try:
-        page = context.new_page()
-        page.on("request", lambda request: requests.append(request.url))
-        page.goto(path.as_uri())
-        formulas = page.locator("mjx-container svg")
-        assert formulas.count() > 50
-        box = formulas.first.bounding_box()
-        assert box and box["width"] > 2 and box["height"] > 2             # drawn, not an empty box
+    with offline_page(browser, path, 51) as page:
         verdict = page.locator("pre", has_text="These are exactly the numbers of a known mistake")
         verdict.scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / "feedback-offline.png"))
@@ -74,9 +65,6 @@ def test_the_finished_feedback_page_is_complete_in_chromium_with_no_network_and_
         assert "every distance has the wrong sign" in verdict.inner_text()
         shown = page.locator("body").inner_text()
         assert "\\operatorname" not in shown and "$$" not in shown
-    finally:
-        context.close()
-    assert [url for url in requests if not url.startswith("file://")] == []
 
 
 def test_a_chinese_hand_ins_feedback_page_reads_in_chinese(tmp_path, browser):
@@ -98,17 +86,12 @@ def test_a_chinese_hand_ins_feedback_page_reads_in_chinese(tmp_path, browser):
     text, _ = offline.finish(nbgrader_feedback_page(verdict))
     path = tmp_path / "ps2_relative_pe.html"
     path.write_text(text, encoding="utf-8")
-    context = browser.new_context(java_script_enabled=False, offline=True, viewport={"width": 900, "height": 1000})
-    try:
-        page = context.new_page()
-        page.goto(path.as_uri())
+    with offline_page(browser, path, 51) as page:
         shown_verdict = page.locator("pre", has_text="由评分程序在 notebook 之外检查")
         shown_verdict.scroll_into_view_if_needed()
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "feedback-zh.png"))
         shown = shown_verdict.inner_text()
-    finally:
-        context.close()
     zh = translations("zh", manifest.name).gettext
     assert "未通过" in shown and i18n.translate(bug.says, "zh") in shown, shown
     assert all(zh(check.name) in shown and zh(check.name) != check.name for check in checks), shown
