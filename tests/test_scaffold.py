@@ -87,8 +87,10 @@ def test_a_new_assignment_is_one_folder_that_every_generic_test_grades(copy):
     assert f"test_a_known_bug_costs_the_checks_it_breaks_is_seen_by_the_student_and_named[{NAME}:unscaled]" in \
         run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-k", selected,
              "tests/test_bug_catalogue.py"], copy, env)               # the catalogue's tests bit on its mistake
-    # the layout's rules (imports through the API alone, no cycle) over the new folder too: -k selects none of them
-    run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_layout.py"], copy, env)
+    # the layout's rules (imports through the API alone, no cycle) and the docstrings' names over the new folder,
+    # which the template only becomes here: -k selects none of these tests
+    run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_layout.py",
+         "tests/test_docstring_references.py"], copy, env)
     # the scaffold's catalogued mistake (forgetting / sqrt(d)) loses points at grading on every seed: the inputs
     # cannot hide it (d >= 2); printed, as the closing note's figure
     seeds = run(catalogue + ["--seeds", str(SEEDS), NAME], copy, env)
