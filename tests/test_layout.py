@@ -21,13 +21,16 @@ LOADERS = ("import_module", "__import__")   # calls that import a module given i
 API = "attnkit_grader.authoring"           # all an assignment may import of the grader
 RUNNER = "attnkit_sandbox.runner"          # the program run inside the sandbox
 NAME_PATTERN = r"[a-z][a-z0-9_]{0,63}"     # an assignment's name
+# Left out: the files `attnkit new-assignment` copies, which are no modules until copied (their manifest's name is
+# a placeholder, "{{name}}"); tests/test_scaffold.py runs this test and the docstrings' over a copy in place.
+TEMPLATE = PACKAGES["attnkit_grader"] / "scaffold_template"
 
 
 def modules():
     """{dotted module name: path} of every module of the kit's packages."""
     found = {}
     for package, folder in PACKAGES.items():
-        for path in sorted(folder.rglob("*.py")):
+        for path in sorted(p for p in folder.rglob("*.py") if TEMPLATE not in p.parents):
             parts = [package, *path.relative_to(folder).with_suffix("").parts]
             if parts[-1] == "__init__":
                 parts.pop()

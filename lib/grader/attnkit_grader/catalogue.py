@@ -13,6 +13,7 @@ variant, and how each variant makes each visible check fail, into the student pa
 (``attnkit/worked/<assignment>.json``): numbers and messages, never code.
 
     python -m attnkit_grader.catalogue [--write-worked] [--seed N] [ASSIGNMENT ...]
+    python -m attnkit_grader.catalogue --seeds 200 [ASSIGNMENT ...]     # per bug: loses points on how many seeds
 
 prints one line per bug (points kept per cell, the visible checks that failed, whether the feedback
 names it) and the figures: catalogue size, false reassurance, false alarms, diagnosis rate, and per cell
@@ -338,6 +339,14 @@ def _rounded(text):
     return json.dumps(cut(data), separators=(",", ":"), sort_keys=True)
 
 
+def losing_seeds(assignment, bug, seeds):
+    """The seeds of ``seeds`` on whose inputs ``bug`` loses points at grading: a mistake that keeps full marks on
+    some draws is one the inputs can hide (a size of 1, say)."""
+    namespace = variants.variant(registry.get(assignment), bug)
+    return [seed for seed in seeds if any(c.points < c.max_points - 1e-9 for checks in
+                                          graded(assignment, namespace, seed).values() for c in checks)]
+
+
 def expected_table(assignment, seed=SEED):
     """The EXPECTED table of the assignment's bugs.py as measured now (text to review, then paste)."""
     import textwrap
@@ -394,7 +403,15 @@ def main(argv=None):
     parser.add_argument("--reasons", action="store_true", help="print why each bug keeps the points it keeps")
     parser.add_argument("--validate", action="store_true",
                         help="also run nbgrader validate over every bug's notebook (minutes) and report lies")
+    parser.add_argument("--seeds", type=int, metavar="N",
+                        help="print on how many of the seeds 0..N-1 each bug loses points at grading")
     args = parser.parse_args(argv)
+    if args.seeds:
+        for assignment in args.assignments or [a for a in registry.assignments() if registry.get(a).bugs]:
+            for bug in variants.bugs(registry.get(assignment)):
+                lost = losing_seeds(assignment, bug, range(args.seeds))
+                print(f"{assignment} {bug.name}: loses points on {len(lost)} of {args.seeds} seeds")
+        return 0
     if args.reasons:
         for assignment in args.assignments or [a for a in registry.assignments() if registry.get(a).bugs]:
             print(f"\n**{assignment}**\n\n{reasons(assignment, args.seed)}")

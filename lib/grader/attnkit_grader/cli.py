@@ -263,7 +263,8 @@ def run_new_assignment(args):
     root = args.root or Path.cwd()
     for path in new_assignment(root, args.name, args.title):
         print(f"wrote {path.relative_to(root)}")
-    print(f"next: attnkit release {args.name}, then replace the exercise with yours (the authors' guide)")
+    print(f"next: attnkit release {args.name}; python -m attnkit_grader.catalogue --write-worked {args.name}; "
+          f"python examples/make_example_class.py; then replace the exercise with yours (the authors' guide)")
     return 0
 
 

@@ -1,0 +1,1 @@
+"""{{title}}: probes/ (staged), the manifest and its trusted part (see assignment.py)."""
