@@ -563,6 +563,25 @@ def test_every_score_matches_the_expected_points(graded, expected):
 
 
 @pytest.mark.slow
+def test_the_gradebooks_table_and_the_graders_records_agree_on_every_cell(graded):
+    """Two views of one grade (the contributors' guide): the ScoreTable read back from the gradebook, where hand
+    grades will live, and the SubmissionResult the grader decided. Before any hand grade they agree cell by
+    cell; a written answer is 0 in both when unanswered, and pending in the record (None) when answered."""
+    run, _, _ = graded
+    compared = 0
+    for (student, assignment), record in run.submissions.items():
+        if record.status != "graded":
+            continue
+        table = run.table.points[student, assignment]
+        assert set(table) == set(record.cells), (student, assignment)
+        for grade_id, cell in record.cells.items():
+            assert table[grade_id] == (cell.score or 0.0), (student, assignment, grade_id)
+            compared += 1
+        assert dict(run.table.cells[assignment]) == {g: c.max_points for g, c in record.cells.items()}
+    assert compared > 50
+
+
+@pytest.mark.slow
 def test_every_bad_submission_is_reported_by_name_with_its_reason(graded, expected):
     run, _, _ = graded
     explained = {(s, a) for s, assignments in expected.items() for a, cells in assignments.items()
@@ -639,7 +658,7 @@ def test_nbgrader_formgrader_and_feedback_work_on_the_sandboxed_copies(graded, e
         assert {s for s, info in listed.items() if info["autograded"]} == graded_here, assignment
         notebooks = {s["student"]: s for s in api.get_notebook_submissions(assignment, assignment)}
         assert set(notebooks) == graded_here                 # the formgrader finds each copy on disk
-        written = [g for g, kind, _, _ in Release.read(course, assignment).cells if kind == "written"]
+        written = [g for g, cell in Release.read(course, assignment).graded.items() if cell.kind == "written"]
         for student in graded_here:
             assert notebooks[student]["score"] == pytest.approx(run.table.total(student, assignment))
             awaiting = any((student, assignment, g) in run.table.review for g in written)   # answered, not graded
@@ -664,7 +683,7 @@ def test_nbgrader_formgrader_and_feedback_work_on_the_sandboxed_copies(graded, e
                     maximum = float(dict(run.table.cells[assignment])[grade_id])
                     score = f"(Score: {round(float(points), 2)} / {round(maximum, 2)})"
                     assert f"Test cell</a> {score}" in page, grade_id
-            written = [g for g, kind, _, _ in Release.read(course, assignment).cells if kind == "written"]
+            written = [g for g, cell in Release.read(course, assignment).graded.items() if cell.kind == "written"]
             assert page.count("Written response</a> (Score: 0.0 / ") == len(written)      # not graded by hand yet
             if student == "ref_solution":
                 for grade_id in written:

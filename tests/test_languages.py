@@ -156,7 +156,6 @@ def test_a_chinese_hand_in_gets_a_chinese_feedback_page(tmp_path):
     result = SubmissionResult("student_zh", "ps2_relative_pe", "graded",
                               cells={"test_index": CellResult("test_index", "test", 3.0, 1.0, checks),
                                      "why": CellResult("why", "written", 2.0, None)})
-    cells = [("test_index", "test", 3.0, "..."), ("why", "written", 2.0, "")]
     folder = tmp_path / "submitted" / "student_zh" / "ps2_relative_pe"
     folder.mkdir(parents=True)
     (folder / "collect.json").write_text(json.dumps({"edition": "ps2_relative_pe_zh", "language": "zh"}))
@@ -164,7 +163,7 @@ def test_a_chinese_hand_in_gets_a_chinese_feedback_page(tmp_path):
     assert feedback.language(tmp_path / "ps2_relative_pe_fr") == "fr"        # no record: the edition's folder
     assert feedback.language(tmp_path / "ps2_relative_pe") == "en"
 
-    page = feedback.page(result, cells, language=feedback.language(folder))
+    page = feedback.page(result, language=feedback.language(folder))
     for text in ('<html lang="zh">', "ps2_relative_pe：给 student_zh 的反馈", "自动评分：1 / 3 分。",
                  "书面回答（why）由教师人工评分。", "评分程序用它选取的新输入调用了你的函数",
                  "你的数值与一个已知错误给出的数值完全相同：索引用的是 i - j（查询减键），而不是 j - i，因此每个距离的符号都反了。",
@@ -176,7 +175,7 @@ def test_a_chinese_hand_in_gets_a_chinese_feedback_page(tmp_path):
         assert english not in page, english
     assert "the index of a 4 x 6 case" in page                 # a check's name: the test cell's own text
 
-    english = feedback.page(result, cells)
+    english = feedback.page(result)
     assert "Autograded: 1 / 3 points." in english and bug.says in english and "自动评分" not in english
 
 

@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import pytest
@@ -132,7 +133,6 @@ def test_progress_redraws_one_line_on_a_terminal():
 def test_any_change_to_code_that_decides_a_verdict_grades_a_resumed_batch_again(assignment, tmp_path, monkeypatch):
     """The journal reuses a verdict only under the same fingerprint, and the fingerprint covers the reference,
     the checks, the probes, the judging engine, the sandbox package and the student package's helpers."""
-    from types import SimpleNamespace
 
     from attnkit_grader.autograders import sandboxed
     from attnkit_grader.isolation.limits import Limits
@@ -240,12 +240,20 @@ def test_feedback_page_shows_verdicts_escaped_and_test_source_only_on_request():
     entry = SubmissionResult("<ada>", PS1, "graded", ["cell 5 raised <script>alert(1)</script>"],
                              {"test_pe_table": CellResult("test_pe_table", "test", 2.0, 1.0, checks),
                               "written": CellResult("written", "written", 3.0, None, answered=True)})
-    cells = [("test_pe_table", "test", 2.0, "assert visible_check()"), ("written", "written", 3.0, "Answer")]
-    text = page(entry, cells)
+    # the release's side, as Release.read gives it: unscored records in notebook order and the visible sources
+    release = SimpleNamespace(graded={"test_pe_table": CellResult("test_pe_table", "test", 2.0),
+                                      "written": CellResult("written", "written", 3.0),
+                                      "later_written": CellResult("later_written", "written", 4.0)},
+                              sources={"test_pe_table": "assert visible_check()", "written": "Answer",
+                                       "later_written": ""})
+    text = page(entry, release)
     assert "<script>" not in text and "&lt;script&gt;" in text and "off by &lt;2&gt;" in text
     assert "Autograded: 1 / 2 points" in text and "(pending / 3 points)" in text
+    assert "(pending / 4 points)" in text and text.index("<h2>test_pe_table") < text.index("<h2>later_written")
     assert "visible_check" not in text
-    assert "assert visible_check()" in html.unescape(page(entry, cells, show_tests=True))
+    assert "assert visible_check()" in html.unescape(page(entry, release, show_tests=True))
+    alone = page(entry, show_tests=True)                 # the insight report's copies: the record alone
+    assert "later_written" not in alone and "visible_check" not in alone and "(pending / 3 points)" in alone
 
 
 def test_command_line_offers_the_grader_options():

@@ -201,7 +201,8 @@ def notebook(release, data, result, language=ENGLISH):
         if grade_id:
             released.setdefault(grade_id, cell)
     release_markdown = {text_of(c.get("source")) for c in release.notebook["cells"] if c.get("cell_type") == "markdown"}
-    tests = {grade_id: points for grade_id, kind, points, _ in release.cells if kind == "test"}
+    tests = {grade_id: result.cells.get(grade_id, blank) for grade_id, blank in release.graded.items()
+             if blank.kind == "test"}
     outputs = result.run.get("outputs") if isinstance(result.run.get("outputs"), dict) else {}
     ran = {c.get("index") for c in result.run.get("cells", []) if isinstance(c, dict)
            and c.get("status") in ("ok", "error", "timeout")}
@@ -225,10 +226,9 @@ def notebook(release, data, result, language=ENGLISH):
             new = nbformat.v4.new_code_cell(source, metadata=metadata)
             if grade_id in tests:
                 new.outputs = [nbformat.v4.new_output("stream", name="stdout",
-                                                      text=verdict_lines(result.cells[grade_id].checks
-                                                                                if grade_id in result.cells else (),
-                                                                                tests[grade_id], language,
-                                                                                result.assignment))]
+                                                      text=verdict_lines(tests[grade_id].checks,
+                                                                         tests[grade_id].max_points, language,
+                                                                         result.assignment))]
             elif cell["cell_type"] == "code":
                 quiet = ends_quietly(source)                  # a value is shown as text, never rich
                 new.outputs = [nbformat.v4.new_output("stream", name="stderr" if name == "stderr" else "stdout",

@@ -120,32 +120,36 @@ def language(folder):
     return i18n.edition_language(folder)
 
 
-def page(result, cells, show_tests=False, language=ENGLISH):
+def page(result, release=None, show_tests=False, language=ENGLISH):
     """The HTML text of one submission's feedback, in ``language`` (en, fr, zh: the student's, see
     :func:`language`).
 
-    ``result``: the submission's :class:`~attnkit_grader.results.SubmissionResult` (its cells, checks and
-    issues); ``cells``: the release's graded cells [(grade_id, kind, max points, visible source)] in notebook
-    order. A check's name is the grader's (the assignment's ``Spec``), translated by the assignment's catalog.
+    ``result``: the submission's :class:`~attnkit_grader.results.SubmissionResult`; the page shows its cells
+    (:class:`~attnkit_grader.results.CellResult`: score, checks) and issues. ``release``: the assignment's
+    :class:`~attnkit_grader.release_cells.Release`, for the cells' order (a cell the result has no record of
+    shows as pending) and, with ``show_tests``, each test cell's visible source; without it, the result's own
+    cells in their order. A check's name is the grader's (the assignment's ``Spec``), translated by the
+    assignment's catalog.
     """
     found = translations(language, result.assignment)
     translate = None if language == ENGLISH else found.gettext
     pending = found.gettext(i18n.N_("pending"))
-    scores = result.scores()
-    auto = [(g, m) for g, kind, m, _ in cells if kind == "test"]
+    cells = ({grade_id: result.cells.get(grade_id, blank) for grade_id, blank in release.graded.items()}
+             if release is not None else dict(result.cells))
+    tests = [cell for cell in cells.values() if cell.kind == "test"]
     shown = []
-    for grade_id, kind, max_points, source in cells:
-        score = scores.get(grade_id)
-        checks = result.cells[grade_id].checks if grade_id in result.cells else ()
+    for grade_id, cell in cells.items():
         shown.append({
-            "grade_id": grade_id, "score": number(score, pending), "max_points": number(max_points),
-            "written": kind == "written", "unanswered": score == 0,
-            "source": source if show_tests and kind != "written" else None,
+            "grade_id": grade_id, "score": number(cell.score, pending), "max_points": number(cell.max_points),
+            "written": cell.kind == "written", "unanswered": cell.score == 0,
+            "source": release.sources[grade_id] if show_tests and release is not None and cell.kind != "written"
+            else None,
             "checks": [{"name": found.gettext(c.name) if c.name else "", "points": number(c.points),
                         "max_points": number(c.max_points),
-                        "passed": c.passed, "message": c.text(translate)} for c in checks],
+                        "passed": c.passed, "message": c.text(translate)} for c in cell.checks],
         })
     return _environment(found).render(
         lang=language, assignment=result.assignment, student=result.student, style=STYLE, policy=offline.POLICY,
-        earned=number(sum(scores.get(g) or 0.0 for g, _ in auto)), top=number(sum(m for _, m in auto)),
-        manual=[g for g, kind, _, _ in cells if kind == "written"], issues=result.issue_texts(translate), cells=shown)
+        earned=number(sum(cell.score or 0.0 for cell in tests)), top=number(sum(cell.max_points for cell in tests)),
+        manual=[grade_id for grade_id, cell in cells.items() if cell.kind == "written"],
+        issues=result.issue_texts(translate), cells=shown)

@@ -14,6 +14,7 @@ from nbgrader.utils import is_grade, is_locked, is_solution
 from attnkit_sandbox.cells import expected_cells
 
 from . import registry
+from .results import CellResult
 
 
 def grade_id_of(cell):
@@ -41,7 +42,8 @@ class Release:
     name: str                     # notebook stem, the file students hand in is NAME.ipynb
     data: bytes
     notebook: dict
-    cells: list                   # [(grade_id, kind 'test' | 'written', max points, source)] in order
+    graded: dict                  # {grade_id: CellResult, not yet scored} of the graded cells, in notebook order
+    sources: dict                 # {grade_id: source} of the graded cells as released (a test cell's visible part)
     locked: dict                  # {grade_id: cell} read-only cells, put back into every submission
     order: list                   # every grade_id of the release, in order
     expected: dict                # {grade_id: cell_type} for the runner's remarks
@@ -57,7 +59,7 @@ class Release:
         path = course.assignment_dir("release", assignment) / f"{names[0]}.ipynb"
         data = path.read_bytes()
         notebook = json.loads(data.decode("utf-8"))
-        cells, locked, order, solutions = [], {}, [], {}
+        graded, sources, locked, order, solutions = {}, {}, {}, [], {}
         for raw in notebook["cells"]:
             cell = nbformat.from_dict(raw)                    # the release: nbgrader's own metadata, trusted
             grade_id = grade_id_of(cell)
@@ -70,8 +72,9 @@ class Release:
                 solutions[grade_id] = (cell.cell_type, source_of(cell))
             if is_grade(cell):
                 kind = "test" if not is_solution(cell) and cell.cell_type == "code" else "written"
-                cells.append((grade_id, kind, float(cell.metadata.nbgrader.get("points", 0)), source_of(cell)))
-        release = cls(assignment, names[0], data, notebook, cells, locked, order, expected_cells(notebook),
+                graded[grade_id] = CellResult(grade_id, kind, float(cell.metadata.nbgrader.get("points", 0)))
+                sources[grade_id] = source_of(cell)
+        release = cls(assignment, names[0], data, notebook, graded, sources, locked, order, expected_cells(notebook),
                       solutions, translated_answers(course, assignment, names[0]))
         release.check_judges()
         return release
@@ -81,7 +84,7 @@ class Release:
         if self.assignment not in registry.assignments():
             raise ValueError(f"assignments: no trusted checks for {self.assignment!r} (the kit's assignment "
                              f"folders are {', '.join(registry.assignments())}); grade it with --grader nbgrader")
-        tests = {grade_id: points for grade_id, kind, points, _ in self.cells if kind == "test"}
+        tests = {grade_id: cell.max_points for grade_id, cell in self.graded.items() if cell.kind == "test"}
         judged = registry.max_points(self.assignment)
         if tests != judged:
             raise ValueError(f"assignments: the test cells of release/{self.assignment} ({tests}) do not match "

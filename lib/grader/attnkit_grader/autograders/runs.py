@@ -55,7 +55,7 @@ def names_cell(text, number):
 def cell_issues(report, release, reason):
     """Remarks on the run (Messages), in the words the nbgrader path uses: timeouts, errors outside test
     cells, then the runner's own remarks (untrusted text, shown as it is)."""
-    tests = {grade_id for grade_id, kind, _, _ in release.cells if kind == "test"}
+    tests = {grade_id for grade_id, cell in release.graded.items() if cell.kind == "test"}
     outcomes = [(cell_label(cell.get("index"), cell.get("grade_id")), cell["status"], cell.get("grade_id") in tests,
                  cell["error"] or Message.make("ran over its time limit") if cell["status"] == "timeout"
                  else cell["error"])

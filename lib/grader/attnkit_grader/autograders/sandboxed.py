@@ -64,7 +64,7 @@ from .. import registry
 from ..canary import sing
 from ..release_cells import Release
 from ..precheck import Issue
-from ..results import CellResult, Message, SubmissionResult
+from ..results import Message, SubmissionResult
 from .base import Autograder, failed
 from .pool import Pool
 from .runs import cell_issues, dying_cell, names_cell, plain_cells
@@ -350,13 +350,13 @@ class SandboxAutograder(Pool, Autograder):
         verdicts = judges.judge(registry.get(job.assignment), done.inputs, done.outputs, done.errors)
         answered = done.answered
         cells = {}
-        for grade_id, kind, max_points, _ in release.cells:
-            if kind == "test":
+        for grade_id, blank in release.graded.items():
+            if blank.kind == "test":
                 checks = tuple(verdicts.get(grade_id, []))
-                cells[grade_id] = CellResult(grade_id, kind, max_points, float(sum(c.points for c in checks)), checks)
+                cells[grade_id] = dataclasses.replace(blank, score=float(sum(c.points for c in checks)), checks=checks)
             else:
-                cells[grade_id] = CellResult(grade_id, kind, max_points, None if answered.get(grade_id) else 0.0,
-                                             answered=bool(answered.get(grade_id)))
+                cells[grade_id] = dataclasses.replace(blank, score=None if answered.get(grade_id) else 0.0,
+                                                      answered=bool(answered.get(grade_id)))
         issues = []
         for number, why in done.skipped:
             label = cell_label(number, self.grade_id_at(done.report, number))
@@ -384,7 +384,7 @@ class SandboxAutograder(Pool, Autograder):
         job, release = plan.job, plan.release
         shown = decided.evolve(issues=list(job.remarks))
         shown.add_issues(decided.issues)
-        page = feedback.page(shown, release.cells, self.show_tests, language=feedback.language(job.folder))
+        page = feedback.page(shown, release, self.show_tests, language=feedback.language(job.folder))
         path = files.write(self.feedback_dir / job.student / job.assignment / f"{release.name}.html", page)
         self.write_gradebook(plan, decided)
         trouble = self.write_autograded(plan, decided)

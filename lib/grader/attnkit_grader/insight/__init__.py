@@ -63,8 +63,7 @@ def write_html(course, run, path):
     pages = {(part["name"], label): href for part in summary["assignments"] for label, href in part["examples"].items()}
     for (student, assignment), label in shown.items():
         record = run.submissions[student, assignment]
-        cells = [(grade_id, cell.kind, cell.max_points, None) for grade_id, cell in record.cells.items()]
-        files.write(path.parent / pages[assignment, label], feedback.page(record.evolve(student=label), cells,
+        files.write(path.parent / pages[assignment, label], feedback.page(record.evolve(student=label),
                                                                           language=language))
     path.write_text(page(summary, key_text(language), language), encoding="utf-8")
 
