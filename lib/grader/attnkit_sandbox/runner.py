@@ -404,29 +404,29 @@ def is_memory_error(error):
 def summary(report):
     """One line naming the worst thing that happened in a run that ended normally, or None."""
     limits = report.get("limits", {})
-    for cell in report["cells"]:
+    cells = [(cell, cell_label(cell["index"], cell.get("grade_id"))) for cell in report["cells"]]
+    for cell, where in cells:
         if cell["status"] == "timeout":
-            return f"{cell_label(cell['index'], cell.get('grade_id'))} ran over the {limits.get('cell_timeout'):g} s limit and was interrupted"
-    for cell in report["cells"]:
+            return f"{where} ran over the {limits.get('cell_timeout'):g} s limit and was interrupted"
+    for cell, where in cells:
         if cell.get("memory"):
             cap = limits.get("as")
             limit = f" (limit {cap / 2**30:.3g} GiB)" if cap else ""
-            return f"{cell_label(cell['index'], cell.get('grade_id'))} ran out of memory{limit}: {cell.get('error')}"
-    for cell in report["cells"]:
+            return f"{where} ran out of memory{limit}: {cell.get('error')}"
+    for cell, where in cells:
         if cell.get("processes"):
-            cap = limits.get("nproc")
-            return f"{cell_label(cell['index'], cell.get('grade_id'))} hit the limit of {cap} processes and threads: {cell.get('error')}"
-    for cell in report["cells"]:
+            return f"{where} hit the limit of {limits.get('nproc')} processes and threads: {cell.get('error')}"
+    for cell, where in cells:
         if cell.get("still_running"):
-            return (f"{cell_label(cell['index'], cell.get('grade_id'))} left {cell['still_running']} processes the grader could not stop; "
+            return (f"{where} left {cell['still_running']} processes the grader could not stop; "
                     f"later cells and probes shared the sandbox with them")
-    for cell in report["cells"]:
+    for cell, where in cells:
         if cell.get("killed"):
-            return f"{cell_label(cell['index'], cell.get('grade_id'))} left {cell['killed']} processes running; the grader killed them"
-    for cell in report["cells"]:
+            return f"{where} left {cell['killed']} processes running; the grader killed them"
+    for cell, where in cells:
         for name in ("stdout", "stderr"):
             if f"{name}_bytes" in cell:
-                return (f"{cell_label(cell['index'], cell.get('grade_id'))} wrote {cell[f'{name}_bytes']} bytes to {name}; only the first "
+                return (f"{where} wrote {cell[f'{name}_bytes']} bytes to {name}; only the first "
                         f"{limits.get('cell_output')} were kept")
     if report.get("probe_error"):
         return report["probe_error"]
