@@ -31,14 +31,14 @@ import torch
 from . import expectations, loading
 from .expectations import (CheckFailed, expect, expect_close, expect_dropout, expect_equal, expect_raises,
                            expect_shape, fmt)
-from .i18n import Text, set_language, wrap
+from .i18n import Text, said, set_language, wrap
 from .loading import load_table, single_parameter, table_of, table_tensor
 from .memory import human_bytes, largest_allocation
 
 __all__ = [
     "CellScoredZero", "CheckFailed", "Checks", "expect", "expect_close", "expect_dropout", "expect_equal",
     "expect_raises", "expect_shape", "expect_worked", "human_bytes", "largest_allocation", "load_table", "set_language",
-    "single_parameter", "table_of", "table_tensor",
+    "single_parameter", "table_of", "table_tensor", "Text",
 ]
 
 
@@ -143,6 +143,8 @@ class Checks:
         dtypes, parameters) or "property" marks a check that needs a passing check of the values beside it."""
         if kind not in self.KINDS:
             raise ValueError(f"kind: expected one of {self.KINDS}, got {kind!r}")
+        if not isinstance(what, str):
+            raise TypeError(f"what: a check's name is an English str (its message id), got {type(what).__name__}")
         return _Check(self, what, points, kind)
 
     def record(self, what, points, message, notes=(), kind="values", matched=False):
@@ -156,7 +158,7 @@ class Checks:
         status = "ok  " if message is None else "FAIL"
         earned = points if message is None else 0.0
         worth = f"{fmt(earned)}/{fmt(points)}" if points else Text("not scored").render()
-        print(f"{status} [{worth}] {what}")
+        print(f"{status} [{worth}] {said(what).render()}")
         if message is not None:
             print(f"       -> {message.render()}")
         for note in notes:
@@ -216,7 +218,7 @@ class Checks:
         elif failed:
             lines.append(Text("What failed:").render())
             for what, message in failed[:5]:
-                lines += wrap(Text("- {what}: {message}", what=what, message=message).render(), LINE,
+                lines += wrap(Text("- {what}: {message}", what=said(what), message=message).render(), LINE,
                                subsequent_indent="    ")
             if len(failed) > 5:
                 lines.append(Text("- and {count} more (see above)", count=len(failed) - 5).render())

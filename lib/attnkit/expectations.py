@@ -4,7 +4,7 @@ test cells import them): each raises CheckFailed with a message naming what is w
 
 import torch
 
-from .i18n import Text
+from .i18n import Text, said
 
 __all__ = ["CheckFailed", "expect", "expect_close", "expect_dropout", "expect_equal", "expect_raises",
            "expect_shape", "fmt"]
@@ -44,9 +44,9 @@ def expect(condition, message):
 def expect_shape(tensor, shape, what):
     """``tensor`` is a torch.Tensor of exactly ``shape``."""
     if not isinstance(tensor, torch.Tensor):
-        raise CheckFailed(Text("{what} should be a torch.Tensor, got {type}", what=what, type=type(tensor).__name__))
+        raise CheckFailed(Text("{what} should be a torch.Tensor, got {type}", what=said(what), type=type(tensor).__name__))
     if tuple(tensor.shape) != tuple(shape):
-        raise CheckFailed(Text("{what} should have shape {expected}, got {actual}", what=what,
+        raise CheckFailed(Text("{what} should have shape {expected}, got {actual}", what=said(what),
                                expected=tuple(shape), actual=tuple(tensor.shape)))
 
 
@@ -54,14 +54,14 @@ def expect_equal(actual, expected, what):
     """Exact equality, shape and values; the message shows the first differing entry."""
     expect_shape(actual, expected.shape, what)
     if actual.dtype.is_floating_point != expected.dtype.is_floating_point:
-        raise CheckFailed(Text("{what} should have dtype {expected}, got {actual}", what=what,
+        raise CheckFailed(Text("{what} should have dtype {expected}, got {actual}", what=said(what),
                                expected=expected.dtype, actual=actual.dtype))
     same = actual.detach().cpu() == expected.detach().cpu()
     if not bool(same.all()):
         index = tuple(int(i) for i in (~same).nonzero()[0])
         got, want = actual[index].item(), expected[index].item()
         raise CheckFailed(Text("{what}: {count} entries differ; first at index {index}: got {actual}, expected "
-                               "{expected}", what=what, count=int((~same).sum()), index=index, actual=fmt(got),
+                               "{expected}", what=said(what), count=int((~same).sum()), index=index, actual=fmt(got),
                                expected=fmt(want)))
 
 
@@ -71,13 +71,13 @@ def expect_close(actual, expected, what, atol):
     actual = actual.detach().cpu().to(torch.float64)
     expected = expected.detach().cpu().to(torch.float64)
     if not bool(torch.isfinite(actual).all()):
-        raise CheckFailed(Text("{what} contains NaN or inf", what=what))
+        raise CheckFailed(Text("{what} contains NaN or inf", what=said(what)))
     error = (actual - expected).abs()
     worst = float(error.max()) if error.numel() else 0.0
     if worst > atol:
         index = tuple(int(i) for i in torch.nonzero(error == error.max())[0])
         raise CheckFailed(Text("{what} is off by up to {worst} (tolerance {tolerance}); at index {index}: got "
-                               "{actual}, expected {expected}", what=what, worst=f"{worst:.3g}",
+                               "{actual}, expected {expected}", what=said(what), worst=f"{worst:.3g}",
                                tolerance=f"{atol:.3g}", index=index, actual=fmt(actual[index].item()),
                                expected=fmt(expected[index].item())))
 
@@ -93,25 +93,25 @@ def expect_dropout(actual, kept, p, what, before="X + P"):
     actual = actual.detach().cpu().to(torch.float64)
     kept = kept.detach().cpu().to(torch.float64)
     if not bool(torch.isfinite(actual).all()):
-        raise CheckFailed(Text("{what} contains NaN or inf", what=what))
+        raise CheckFailed(Text("{what} contains NaN or inf", what=said(what)))
     zero = actual == 0
     ratio = actual[~zero] / kept[~zero]             # what dropout multiplied the surviving entries by
     scale = 1.0 / (1.0 - p)
     if not bool(zero.any()) and bool(((ratio - 1).abs() <= 1e-6).all()):
         raise CheckFailed(Text("{what}: no entry is 0 and the others are {before} unchanged: dropout does nothing "
-                               "in train mode (apply the module's nn.Dropout(dropout) to {before})", what=what,
+                               "in train mode (apply the module's nn.Dropout(dropout) to {before})", what=said(what),
                                before=before))
     if ratio.numel() and float(ratio.max() - ratio.min()) > 1e-4 * float(ratio.abs().max()):
         raise CheckFailed(Text("{what}: the entries that are not 0 are not {before} times one number: dropout "
-                               "must act on {before} itself, after it is computed", what=what, before=before))
+                               "must act on {before} itself, after it is computed", what=said(what), before=before))
     if ratio.numel() and abs(float(ratio[0]) - scale) > 1e-4 * scale:
         raise CheckFailed(Text("{what}: the entries that are not 0 are {before} times {factor}, expected times "
-                               "1 / (1 - dropout) = {expected}: does the module use its dropout argument?", what=what,
+                               "1 / (1 - dropout) = {expected}: does the module use its dropout argument?", what=said(what),
                                before=before, factor=fmt(float(ratio[0])), expected=fmt(scale)))
     fraction = float(zero.double().mean())
     if abs(fraction - p) > 0.1:
         raise CheckFailed(Text("{what}: a fraction {fraction} of the entries are 0, expected about dropout = "
-                               "{dropout}", what=what, fraction=f"{fraction:.2f}", dropout=fmt(p)))
+                               "{dropout}", what=said(what), fraction=f"{fraction:.2f}", dropout=fmt(p)))
 
 
 def expect_raises(exception, function, what):
@@ -121,7 +121,7 @@ def expect_raises(exception, function, what):
     except exception:
         return
     except Exception as exc:  # noqa: BLE001 - the point is to report what was raised instead
-        raise CheckFailed(Text("{what}: expected {expected}, got {error}: {message}", what=what,
+        raise CheckFailed(Text("{what}: expected {expected}, got {error}: {message}", what=said(what),
                                expected=exception.__name__, error=type(exc).__name__, message=str(exc))) from None
-    raise CheckFailed(Text("{what}: expected {expected}, but nothing was raised", what=what,
+    raise CheckFailed(Text("{what}: expected {expected}, but nothing was raised", what=said(what),
                            expected=exception.__name__))

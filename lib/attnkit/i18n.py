@@ -70,12 +70,28 @@ def language():
         return ENGLISH
 
 
+CELLS_PREFIX = DOMAIN + "_"    # the test cells' own words: a domain per assignment, attnkit_NAME (the authors' guide)
+
+
+def cell_domains(code):
+    """The test cells' domains shipped in language ``code``: attnkit_NAME for each assignment whose test cells
+    have words of their own (written by the instructor's ``python -m attnkit_grader.catalogs``, from the source
+    notebooks' test cells, into this package's locale/, so a laptop, the hub and the sandbox all find them)."""
+    folder = os.path.join(LOCALE, code, "LC_MESSAGES")
+    names = os.listdir(folder) if os.path.isdir(folder) else ()
+    return sorted(name[:-len(".mo")] for name in names if name.startswith(CELLS_PREFIX) and name.endswith(".mo"))
+
+
 @functools.lru_cache(maxsize=None)
 def catalog(code):
-    """The gettext translations of ``code`` (English: none, the msgids are the English text)."""
+    """The gettext translations of ``code`` (English: none, the msgids are the English text): attnkit's own
+    messages, then the test cells' words (each assignment's domain, see :func:`cell_domains`)."""
     if code == ENGLISH:
         return gettext.NullTranslations()
-    return gettext.translation(DOMAIN, LOCALE, languages=[code], fallback=False)
+    found = gettext.translation(DOMAIN, LOCALE, languages=[code], fallback=False)
+    for name in cell_domains(code):
+        found.add_fallback(gettext.translation(name, LOCALE, languages=[code], fallback=False))
+    return found
 
 
 def translate(template, code=None):
@@ -95,6 +111,8 @@ class Text:
     __slots__ = ("template", "args")
 
     def __init__(self, template, **args):
+        if not isinstance(template, str):
+            raise TypeError(f"template: expected an English str (the message id), got {type(template).__name__}")
         self.template, self.args = template, args
 
     def render(self, code=None):
@@ -110,6 +128,12 @@ class Text:
 
     def __repr__(self):
         return f"Text({self.template!r}, **{self.args!r})"
+
+
+def said(words):
+    """``words`` as a Text: a test cell's check name or subject (an English str, looked up in the catalogs when
+    shown) or a Text already (a subject with values: ``Text("f({n})", n=3)``)."""
+    return words if isinstance(words, Text) else Text(str(words))
 
 
 def wrap(text, width=80, subsequent_indent=""):

@@ -58,6 +58,7 @@ class Domain:
     locale: Path
     root: Path                       # locations are written relative to it
     assignment: bool = False         # an assignment's own catalog (its folder's locale/, named after it)
+    cells: str = ""                  # the test cells' words of this assignment (attnkit_NAME, in the student wheel)
 
     @property
     def template(self):
@@ -86,7 +87,23 @@ def _assignment_domains():
 # Each assignment's own sentences, in its folder (an assignment stays one folder): its checks' names and hints, and
 # the sentences its checks fail with (see _found).
 ASSIGNMENT_DOMAINS = _assignment_domains()
-DOMAINS = (STUDENT, FEEDBACK) + ASSIGNMENT_DOMAINS
+SOURCE = PACKAGE.parent.parent / "source"
+
+
+def _cell_domains():
+    """attnkit_NAME for each assignment whose source notebook is in source/: its test cells' own words."""
+    from . import registry
+    return tuple(Domain(i18n.CELLS_PREFIX + name, PACKAGE / "locale", PACKAGE.parent.parent, cells=name)
+                 for name in registry.assignments() if (SOURCE / name / f"{name}.ipynb").exists())
+
+
+# The test cells' own words (check names, subjects, messages), in the student wheel: attnkit.i18n looks them up.
+CELL_DOMAINS = _cell_domains()
+DOMAINS = (STUDENT, FEEDBACK) + ASSIGNMENT_DOMAINS + CELL_DOMAINS
+# Where a test cell hands attnkit its own words: the call's name, the position (0-based) and keyword of the words.
+CELL_WORDS = {"checks": (0, "what"), "Text": (0, "template"), "expect": (1, "message"), "expect_shape": (2, "what"),
+              "expect_equal": (2, "what"), "expect_close": (2, "what"), "expect_worked": (2, "what"),
+              "expect_raises": (2, "what"), "expect_dropout": (3, "what"), "CheckFailed": (0, "message")}
 # How an assignment's check code hands the judge a sentence (authoring's API): the argument that is one.
 # (Outputs.integer is left out: make_inputs' own integer(low, high) would be read as one; give its ``what`` as a
 # sentence(...).)
@@ -106,6 +123,8 @@ SAME_AS_ENGLISH = {
     "%(score)s / %(points)s points",
     # names of code an assignment's checks hand in as their "what"
     "pe(X)", "attention_weights", "relative_position_index({q}, {n}, {k})", "max_distance = 0",
+    # names of code a test cell hands in as a subject (the attnkit_NAME catalogs)
+    "relative_position_index(3, 5, 1)", "relative_position_index(4, 6, 2)",
 }
 # Words spelt the same in a language as in English, checked by the translator: {(language, msgid)}.
 SAME_WORD = {("fr", "structure"), ("fr", "points"), ("fr", "Points"), ("fr", "%(points)s points")}
@@ -117,8 +136,57 @@ def _python(path, keywords):
         yield message
 
 
+def test_cells(notebook):
+    """The sources of ``notebook``'s test cells (nbgrader grade cells that are no solution), without their hidden
+    tests (which never reach a student)."""
+    import json
+    cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
+    found = []
+    for cell in cells:
+        grading = cell.get("metadata", {}).get("nbgrader", {})
+        if cell["cell_type"] == "code" and grading.get("grade") and not grading.get("solution"):
+            source = "".join(cell["source"])
+            found.append(re.sub(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", "", source, flags=re.S))
+    return found
+
+
+def cell_words(source):
+    """([words], [problems]) of one test cell's ``source``: each English literal it hands attnkit as a check's
+    name, a subject or a message (:data:`CELL_WORDS`), and each such argument that is no literal a catalog can
+    hold (an f-string, a concatenation, a str.format: the values must go apart, in a Text)."""
+    import ast
+    words, problems = [], []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        name = getattr(node.func, "id", getattr(node.func, "attr", None))
+        if name not in CELL_WORDS:
+            continue
+        position, keyword = CELL_WORDS[name]
+        argument = node.args[position] if len(node.args) > position else \
+            next((k.value for k in node.keywords if k.arg == keyword), None)
+        if argument is None:
+            continue
+        if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+            words.append(argument.value)
+        elif isinstance(argument, ast.Call) and getattr(argument.func, "id", None) == "Text":
+            continue                          # its template is found as a call of its own
+        elif isinstance(argument, ast.Name) or name == "expect" and not isinstance(argument, (ast.JoinedStr, ast.BinOp)) and not (
+                isinstance(argument, ast.Call) and getattr(argument.func, "attr", None) == "format"):
+            continue                          # a value built elsewhere (a variable): no words written here
+        else:
+            problems.append(f"line {argument.lineno}: {name}(...)'s {keyword} is {ast.unparse(argument)}: write it "
+                            f"as Text(\"English with {{placeholders}}\", name=value)")
+    return words, problems
+
+
 def _found(domain):
     """[(message, file)] of ``domain``, in a stable order."""
+    if domain.cells:
+        notebook = SOURCE / domain.cells / f"{domain.cells}.ipynb"
+        for source in test_cells(notebook):
+            yield from ((words, notebook) for words in cell_words(source)[0])
+        return
     if domain.assignment:
         from . import registry
         manifest = registry.get(domain.name)
