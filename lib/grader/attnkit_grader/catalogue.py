@@ -33,6 +33,7 @@ import nbformat
 import torch
 
 import attnkit.checking as checking
+from attnkit import i18n
 from attnkit_sandbox.probe_sets import run_here
 
 from . import registry
@@ -48,9 +49,11 @@ def _root(root):
     return Path(root) if root is not None else Path.cwd()
 
 
-def _release_cells(assignment, root=None):
-    """(setup source, [(grade_id, source)] of the test cells) of the released notebook."""
-    path = _root(root) / "release" / assignment / f"{assignment}.ipynb"
+def _release_cells(assignment, root=None, edition=None):
+    """(setup source, [(grade_id, source)] of the test cells) of the released notebook (``edition``: "fr", "zh":
+    that edition's, release/NAME_fr/; None: the English one)."""
+    folder = assignment if edition in (None, "en") else f"{assignment}_{edition}"
+    path = _root(root) / "release" / folder / f"{assignment}.ipynb"
     notebook = nbformat.read(path, as_version=4)
     setup, tests = None, []
     for cell in notebook.cells:
@@ -89,6 +92,30 @@ def visible(assignment, namespace, root=None):
                 pass
             results[grade_id] = scope["checks"]
     return results
+
+
+def shown(assignment, namespaces, edition, root=None):
+    """What the released notebook of ``edition`` ("en", "fr", "zh") prints when its test cells run on each of
+    ``namespaces`` in turn, in that edition's language, in one interpreter (the catalogue's mistakes swapped in
+    as :func:`visible` does): [text per namespace], each the visible checks' lines and CellScoredZero's message."""
+    setup, tests = _release_cells(assignment, root, edition)
+    texts = []
+    i18n.set_language(edition)
+    try:
+        for namespace in namespaces:
+            scope, printed = {"__name__": "__main__"}, io.StringIO()
+            with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+                exec(compile(setup, "<setup>", "exec"), scope)          # noqa: S102 - the kit's released notebook
+                scope.update(_answers(namespace))
+                for grade_id, source in tests:
+                    try:
+                        exec(compile(source, f"<{grade_id}>", "exec"), scope)   # noqa: S102
+                    except checking.CellScoredZero as zero:
+                        print("\n".join(zero._render_traceback_()))
+            texts.append(printed.getvalue())
+    finally:
+        i18n.set_language(None)
+    return texts
 
 
 def answered_notebook(assignment, bug, root=None):
