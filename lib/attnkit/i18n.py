@@ -75,8 +75,9 @@ CELLS_PREFIX = DOMAIN + "_"    # the test cells' own words: a domain per assignm
 
 def cell_domains(code):
     """The test cells' domains shipped in language ``code``: attnkit_NAME for each assignment whose test cells
-    have words of their own (written by the instructor's ``python -m attnkit_grader.catalogs``, from the source
-    notebooks' test cells, into this package's locale/, so a laptop, the hub and the sandbox all find them)."""
+    have words of their own (written from the source notebooks' test cells by the instructor's catalog tool, see
+    the authors' guide, "The test cells' words", into this package's locale/: a laptop, the hub and the sandbox
+    all find them)."""
     folder = os.path.join(LOCALE, code, "LC_MESSAGES")
     names = os.listdir(folder) if os.path.isdir(folder) else ()
     return sorted(name[:-len(".mo")] for name in names if name.startswith(CELLS_PREFIX) and name.endswith(".mo"))
