@@ -308,7 +308,9 @@ def _new_catalog(code, domain):
                    version=attnkit.__version__, last_translator="the attention course kit's translators",
                    language_team=own, fuzzy=False,
                    header_comment=f"# {english} translation of {what}.\n# Terms: the course glossary. Written and "
-                                  f"compiled with python -m attnkit_grader.catalogs.")
+                                  + ("compiled with the instructor's catalogs command (authors' guide)."  # no grader
+                                     if domain.locale == STUDENT.locale            # name in the student package
+                                     else "compiled with python -m attnkit_grader.catalogs."))
     catalog.msgid_bugs_address = ""
     return catalog
 
