@@ -8,6 +8,8 @@ import copy
 import io
 import logging
 import os
+import subprocess
+import sys
 import warnings
 
 import matplotlib
@@ -100,3 +102,42 @@ def test_the_fallback_is_added_once():
     families = list(matplotlib.rcParams["font.family"])
     plotting.use_cjk_fallback()
     assert list(matplotlib.rcParams["font.family"]) == families
+
+
+
+LOG_AXES_FIGURE = """
+import io, sys
+import matplotlib
+matplotlib.use("Agg")
+if sys.argv[1] == "attnkit":
+    import attnkit.plotting
+import matplotlib.pyplot as plt
+fig, ax = plt.subplots()
+ax.plot([1, 2, 4, 8], [1, 4, 16, 64])
+ax.set_xscale("log")
+ax.set_yscale("log")                                  # tick labels 10^k: mathtext, with matplotlib's own fonts
+fig.savefig(io.BytesIO(), format="png")
+"""
+
+
+def draw_log_axes(tmp_path, importing):
+    """stderr of a fresh process drawing log axes whose font cache was written without matplotlib's own fonts."""
+    bundled = os.path.join(matplotlib.get_data_path(), "fonts")
+    deficient = copy.copy(font_manager.fontManager)
+    deficient.ttflist = [entry for entry in deficient.ttflist if not entry.fname.startswith(bundled)]
+    assert len(deficient.ttflist) < len(font_manager.fontManager.ttflist)
+    cache = tmp_path / "mplconfig"
+    cache.mkdir(exist_ok=True)
+    font_manager.json_dump(deficient, cache / f"fontlist-v{font_manager.FontManager.__version__}.json")
+    done = subprocess.run([sys.executable, "-c", LOG_AXES_FIGURE, importing], capture_output=True, text=True,
+                          env={**os.environ, "MPLCONFIGDIR": str(cache)}, timeout=120, check=True)
+    return done.stderr
+
+
+def test_a_cache_without_matplotlib_s_own_fonts_makes_log_axes_warn(tmp_path):
+    """What CI saw: every lecture's first log-scale figure printed "findfont: ... not found" to stderr."""
+    assert "not found" in draw_log_axes(tmp_path, "matplotlib")
+
+
+def test_importing_attnkit_plotting_gives_matplotlib_its_own_fonts_back(tmp_path):
+    assert draw_log_axes(tmp_path, "attnkit") == ""

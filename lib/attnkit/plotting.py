@@ -2,7 +2,10 @@
 
 Importing this module also lets figures draw Chinese text when a CJK font is installed (see
 ``use_cjk_fallback``): the Chinese lectures label their plots in Chinese with the same code as the English ones.
+It also gives matplotlib back its own fonts when the font cache it read lacks them (see ``restore_bundled_fonts``).
 """
+
+from pathlib import Path
 
 import matplotlib
 import matplotlib.pyplot as plt
@@ -21,6 +24,34 @@ def _installed_cjk_family():
     return next((family for family in CJK_FAMILIES if family in names), None)
 
 
+def _add_fonts(paths):
+    """Add to this process's font list the font files under ``paths`` (None: the system's) that it lacks."""
+    known = {entry.fname for entry in font_manager.fontManager.ttflist}
+    added = 0
+    for path in font_manager.findSystemFonts(paths):
+        if path not in known:
+            try:
+                font_manager.fontManager.addfont(path)
+            except (OSError, RuntimeError, ValueError):     # a file FreeType cannot read: skip it
+                continue
+            added += 1
+    return added
+
+
+def restore_bundled_fonts():
+    """Add matplotlib's own fonts (STIX, Computer Modern, DejaVu Sans Display) if the font cache lacks them.
+
+    Matplotlib reads its font list from a cache file shared by every process of the user with the same
+    matplotlib version (~/.cache/matplotlib/fontlist-vNNN.json). A process that could not read the fonts
+    shipped with matplotlib (another copy of it, or one run with fewer rights) writes a list without them,
+    and every later figure with mathtext, such as the 10^k labels of a log axis, then prints "findfont: Font
+    family ['cmr10'] not found" to stderr. Return how many fonts were added for this process (the cache file
+    is not rewritten).
+    """
+    bundled = [str(Path(matplotlib.get_data_path(), "fonts", "ttf"))]
+    return _add_fonts(bundled)
+
+
 def use_cjk_fallback():
     """Append an installed CJK font to rcParams["font.family"] as a fallback; return its name, or None if none.
 
@@ -34,13 +65,7 @@ def use_cjk_fallback():
     """
     family = _installed_cjk_family()
     if family is None:
-        known = {entry.fname for entry in font_manager.fontManager.ttflist}
-        for path in font_manager.findSystemFonts():
-            if path not in known:
-                try:
-                    font_manager.fontManager.addfont(path)
-                except (OSError, RuntimeError, ValueError):     # a file FreeType cannot read: skip it
-                    continue
+        _add_fonts(None)
         family = _installed_cjk_family()
     if family is None:
         return None
@@ -50,6 +75,7 @@ def use_cjk_fallback():
     return family
 
 
+restore_bundled_fonts()
 use_cjk_fallback()
 
 

@@ -41,7 +41,6 @@ __all__ = ["Assignment", "Bug", "Fail", "KINDS", "Message", "N_", "Outputs", "Sp
            "expect", "fmt", "raised", "run", "scaled", "sentence", "shape_text", "tolerance"]
 
 
-
 @dataclass(frozen=True)
 class Spec:
     """One check: the test cell, the probe whose outputs it reads, what it checks, its points, how it is

@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-from attnkit_sandbox.cells import cell_label
 from nbformat.warnings import MissingIDFieldWarning
 from sqlalchemy.exc import SAWarning
 from nbgrader.utils import is_grade, is_solution
+
+from attnkit_sandbox.cells import cell_label
 
 from .. import offline
 from ..precheck import first_line

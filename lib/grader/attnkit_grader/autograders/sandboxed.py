@@ -52,7 +52,7 @@ import attnkit_sandbox
 from attnkit_sandbox import channel
 from attnkit_sandbox.cells import cell_label, read_cells
 
-from .. import authoring, autograded_notebook, feedback, files, judging, locks
+from .. import authoring, autograded_notebook, feedback, files, judging, locks, registry
 from ..files import remove
 from ..isolation import bwrap, door, notebook_run
 from ..isolation import warm as warm_start
@@ -60,7 +60,6 @@ from ..isolation.limits import Limits, worker_uid
 from ..late import apply_late_penalty
 from ..journal import Journal
 from ..judging import engine as judges
-from .. import registry
 from ..canary import sing
 from ..release_cells import Release
 from ..precheck import Issue

@@ -40,10 +40,9 @@ import tempfile
 import threading
 from pathlib import Path
 
-from attnkit_sandbox import channel
+from attnkit_sandbox import channel, installed
 from attnkit_sandbox.cells import EXPECTED, MAX_NOTEBOOK_BYTES, NOTEBOOK
 from attnkit_sandbox.command import CELL_TIMEOUT, LANGUAGES, STUCK_GRACE
-from attnkit_sandbox.installed import NAME
 
 from .bwrap import SandboxResult
 from . import slots
@@ -135,8 +134,8 @@ def read_exactly(stream, length):
 
 def installed_assignments():
     """Names of the assignments whose probes the installed grader holds (the only names a request may give)."""
-    from .staging import ASSIGNMENTS, assignments, package_dir
-    return assignments(package_dir(ASSIGNMENTS))
+    from .staging import package_dir
+    return installed.assignments(package_dir(installed.PACKAGE))
 
 
 def parse_request(frames, assignments):
@@ -157,7 +156,7 @@ def parse_request(frames, assignments):
     if unknown:
         raise RequestError(f"{REQUEST}: unknown fields {sorted(unknown)} (a door takes no paths, commands or modules)")
     assignment = fields.get("assignment")
-    if not isinstance(assignment, str) or not NAME.fullmatch(assignment) or assignment not in assignments:
+    if not isinstance(assignment, str) or not installed.NAME.fullmatch(assignment) or assignment not in assignments:
         raise RequestError(f"assignment: expected one of the installed assignments {assignments}, got {assignment!r}")
     limits = parse_limits(fields.get("limits", {}))
     cell_timeout = number(fields.get("cell_timeout", CELL_TIMEOUT), "cell_timeout", 0.0, limits.wall_seconds)

@@ -12,8 +12,8 @@ test cell, which calls one function of the assignment's ``hidden.py``:
 which ends in :func:`run` (an assignment imports it from :mod:`attnkit_grader.authoring`) with the
 assignment's manifest; an assignment without a ``hidden.py`` (the scaffold's) calls
 :func:`attnkit_grader.hidden.run` with its name, which asks the registry for the manifest. It first checks
-where the student's objects came from (:mod:`.provenance`: a copy of the reference scores the cell 0), then runs the probes of the cell's hidden checks in the
-kernel, has the judge decide them and records each one in the cell's ``Checks`` with its points and
+where the student's objects came from (:mod:`.provenance`: a copy of the reference scores the cell 0), then
+runs the probes of the cell's hidden checks in the kernel, has the judge decide them and records each one in the cell's ``Checks`` with its points and
 kind, so the cell's score follows the same rule as everywhere (``attnkit.checking.has_evidence``). The
 inputs are drawn from a fixed seed: plain nbgrader runs the student's code in the same process as the
 checks, so it cannot be made cheat-proof and a secret seed would buy nothing; the sandboxed grader draws
