@@ -288,6 +288,22 @@ def test_runner_skips_cells_on_request_and_bounds_the_output_it_keeps(scratch, m
     assert cells[3]["stdout"] == "b" * 500 and cells[3]["stdout_bytes"] == 1000
 
 
+def test_output_is_counted_in_bytes_so_accented_and_chinese_text_under_the_cap_is_never_reported_cut(scratch):
+    """The cap and the warning both count UTF-8 bytes: 400 characters of French or Chinese under a 1500-byte cap
+    are kept whole with no warning, the same text over a 1000-byte cap is reported with its true byte count, and
+    a cut never leaves half a character."""
+    french, chinese = "é" * 400, "注意力" * 130                 # 800 and 1170 bytes, 400 and 390 characters
+    report = run_here(scratch, code(f"print({french!r})", f"print({chinese!r})"), cell_output=1500)
+    cells = cells_by_index(report)
+    assert cells[1]["stdout"] == french + "\n" and cells[2]["stdout"] == chinese + "\n"
+    assert "stdout_bytes" not in cells[1] and "stdout_bytes" not in cells[2] and report["reason"] is None
+    report = run_here(scratch, code(f"print({chinese!r})"), cell_output=1000)
+    cell = cells_by_index(report)[1]
+    assert cell["stdout_bytes"] == len((chinese + "\n").encode("utf-8")) == 1171
+    assert cell["stdout"] == chinese[:333] and "\ufffd" not in cell["stdout"]   # 999 bytes: whole characters
+    assert report["reason"] == "cell 1 wrote 1171 bytes to stdout; only the first 1000 were kept"
+
+
 @pytest.mark.parametrize("content, status, reason", [
     ('{"cells": [', "invalid-notebook", "notebook.ipynb is not valid JSON (line 1, column 12"),
     ("", "invalid-notebook", "notebook.ipynb is empty"),

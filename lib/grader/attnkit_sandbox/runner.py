@@ -88,12 +88,12 @@ class CappedStream:
     def writable(self):
         return True
 
-    @property
-    def truncated(self):
-        return self.total > self.kept
-
-    def text(self):
-        return b"".join(self.parts).decode("utf-8", "replace")
+    def head(self, room):
+        """(text, bytes): the start of what was kept, at most ``room`` bytes of it, never cut inside a character
+        (the cap may have cut one: its leftover bytes are dropped), and how many bytes that text is."""
+        data = b"".join(self.parts)[:max(room, 0)]
+        text = data.decode("utf-8", "ignore")          # the data is valid UTF-8 but for a character cut at its end
+        return text, len(text.encode("utf-8"))
 
 
 # --- the run ----------------------------------------------------------------------------------------------
@@ -200,11 +200,11 @@ class Runner:
         record["cpu"] = round(time.process_time() - cpu, 4)      # the cell's own CPU: the floor of grading it
         record.update(self.leftovers(threads))
         for name, stream in (("stdout", stdout), ("stderr", stderr)):
-            text = stream.text()[:self.output_room]
-            self.output_room -= len(text)
+            text, shown = stream.head(self.output_room)     # bytes with bytes: accented or CJK text is not cut
+            self.output_room -= shown
             if stream.total:
                 record[name] = text
-            if stream.truncated or len(text) < stream.kept:
+            if shown < stream.total:
                 record[f"{name}_bytes"] = stream.total
         close_figures()
         self.say({"event": "done", "cell": record})
