@@ -13,9 +13,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnkit_sandbox import channel, command
+from attnkit_sandbox import channel, command, remarks
 from attnkit_sandbox.cells import EXPECTED, NOTEBOOK, cell_label
 
+from ..results import Message
 from .bwrap import CHANNEL, SCRATCH, SandboxResult, human
 
 # What a scratch folder may hold when a run starts (the runner's inputs), each written by the grading process.
@@ -28,7 +29,7 @@ class NotebookRun:
     the probes' outputs and errors (:func:`attnkit_sandbox.channel.decode_outputs`), decoded from memory."""
 
     report: dict
-    reason: str
+    reason: object        # a Message (a remark of the runner) or a text made by a lower layer, or None
     result: SandboxResult
     outputs: dict
     errors: dict
@@ -143,4 +144,24 @@ def combined_reason(result, report, progress, cell_timeout):
     if report.get("status") == "unreadable-report":
         return f"the grader's report was unreadable (not JSON, or over {human(channel.MAX_REPORT_BYTES)})"
     reason = report.get("reason")
+    if isinstance(reason, dict):
+        return remark_message(reason)
     return channel.clip_message(reason) if isinstance(reason, str) else None
+
+
+# How the grader words a cell the runner names by its number and grade_id (message ids of the grader's catalog).
+CELL = "cell {index}"
+CELL_NAMED = "cell {index} ('{grade_id}')"
+UNREADABLE_REMARK = "the grader's runner sent a remark it never makes; see the run's log"
+
+
+def remark_message(data):
+    """The Message of a remark the runner sent (:mod:`attnkit_sandbox.remarks`), read as hostile: one the runner
+    does not make (another template, other arguments, values of another kind) is never shown."""
+    accepted = remarks.accept(data)
+    if accepted is None:
+        return Message.make(UNREADABLE_REMARK)
+    template, args = accepted
+    index, grade_id = args.pop("index"), args.pop("grade_id")
+    cell = Message.make(CELL_NAMED, index=index, grade_id=grade_id) if grade_id else Message.make(CELL, index=index)
+    return Message.make(template, cell=cell, **args)
