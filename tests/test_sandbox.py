@@ -24,6 +24,7 @@ import attnkit_assignments
 from attnkit_grader.isolation import bwrap as sandbox
 from attnkit_grader.isolation import notebook_run, seccomp, staging, warm
 from attnkit_grader.isolation.notebook_run import remark_message
+from attnkit_grader.results import Message
 from attnkit_grader.isolation.limits import GiB, Limits, worker_uid
 from attnkit_sandbox import channel, remarks, runner
 from attnkit_sandbox.cells import EXPECTED, NOTEBOOK, python_source
@@ -851,3 +852,18 @@ def test_a_remark_the_runner_never_makes_is_never_shown(forged):
 def test_a_long_or_multiline_error_in_a_remark_is_one_clipped_printable_line():
     shown = str(remark_message(remarks.remark(remarks.MEMORY, 1, None, error="A\x1b[31m" + "b" * 900 + "\nsecond")))
     assert "\n" not in shown and "\x1b" not in shown and len(shown) < 400 and "second" not in shown
+
+
+def test_how_a_run_ended_reads_in_the_hand_ins_language_and_names_only_cells_it_can_check():
+    from attnkit_grader.feedback import translations
+    stuck = Message.make(notebook_run.STUCK, step=notebook_run.cell_message(2, "test_x"), seconds=1.0)
+    crashed = Message.make(notebook_run.CRASHED_DURING, step=Message.make(notebook_run.PROBE, name="square"))
+    assert str(stuck) == "cell 2 ('test_x') ran over the 1 s limit and ignored the interrupt; the run was stopped"
+    assert str(crashed) == "the run ended before the grader's report was written during probe square"
+    for language in ("fr", "zh"):
+        translate = translations(language, "ps1_learnable_pe").gettext
+        for shown in (stuck.render(translate), crashed.render(translate)):
+            assert not re.search(r"\b(cell|ran|over|limit|ignored|stopped|run|ended|report|written|probe)\b",
+                                 shown), (language, shown)
+    for index, grade_id in (("2", None), (True, None), (0, None), (2, "a')"), (2, 7)):   # as the sandbox could send
+        assert notebook_run.cell_message(index, grade_id).template == notebook_run.UNKNOWN_STEP

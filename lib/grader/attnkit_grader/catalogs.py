@@ -153,8 +153,7 @@ def _found(domain):
     from attnkit_sandbox import remarks
     from .isolation import notebook_run
     yield from ((template, Path(remarks.__file__)) for template in remarks.TEMPLATES)
-    yield from ((template, Path(notebook_run.__file__))
-                for template in (notebook_run.CELL, notebook_run.CELL_NAMED, notebook_run.UNREADABLE_REMARK))
+    yield from ((template, Path(notebook_run.__file__)) for template in notebook_run.TEMPLATES)
 
 
 # A value shown as it is, never translated: a student's exception, a lower layer's text (Message.text).
