@@ -9,6 +9,7 @@ submitted/) that must stay invisible and byte-identical. Sandboxed runs need bub
 import hashlib
 import json
 import os
+import re
 import pickle
 import socket
 import threading
@@ -22,9 +23,12 @@ import attnkit
 import attnkit_assignments
 from attnkit_grader.isolation import bwrap as sandbox
 from attnkit_grader.isolation import notebook_run, seccomp, staging, warm
+from attnkit_grader.isolation.notebook_run import remark_message
+from attnkit_grader.results import Message
 from attnkit_grader.isolation.limits import GiB, Limits, worker_uid
-from attnkit_sandbox import channel, runner
+from attnkit_sandbox import channel, remarks, runner
 from attnkit_sandbox.cells import EXPECTED, NOTEBOOK, python_source
+
 from conftest import processes_of
 
 TOY_PROBES = '''
@@ -275,7 +279,8 @@ def test_runner_records_errors_timeouts_and_caps_output_then_goes_on(scratch):
     assert cells[5]["error"] == "SystemExit: 3"
     assert cells[6]["status"] == "skipped" and "%%bash" in cells[6]["notes"][0]
     assert cells[7]["stdout"] == "still running 1\n"
-    assert report["reason"] == "cell 3 ran over the 0.5 s limit and was interrupted"
+    assert report["reason"] == {"template": remarks.TIMEOUT, "args": {"index": 3, "grade_id": None, "seconds": 0.5}}
+    assert str(remark_message(report["reason"])) == "cell 3 ran over the 0.5 s limit and was interrupted"
     assert "square" in channel.read_outputs(scratch / "out")[0]
 
 
@@ -286,6 +291,22 @@ def test_runner_skips_cells_on_request_and_bounds_the_output_it_keeps(scratch, m
     assert cells[1]["stdout"] == "a" * 999 + "\n" and "stdout_bytes" not in cells[1]
     assert cells[2]["status"] == "skipped"
     assert cells[3]["stdout"] == "b" * 500 and cells[3]["stdout_bytes"] == 1000
+
+
+def test_output_is_counted_in_bytes_so_accented_and_chinese_text_under_the_cap_is_never_reported_cut(scratch):
+    """The cap and the warning both count UTF-8 bytes: 400 characters of French or Chinese under a 1500-byte cap
+    are kept whole with no warning, the same text over a 1000-byte cap is reported with its true byte count, and
+    a cut never leaves half a character."""
+    french, chinese = "é" * 400, "注意力" * 130                 # 800 and 1170 bytes, 400 and 390 characters
+    report = run_here(scratch, code(f"print({french!r})", f"print({chinese!r})"), cell_output=1500)
+    cells = cells_by_index(report)
+    assert cells[1]["stdout"] == french + "\n" and cells[2]["stdout"] == chinese + "\n"
+    assert "stdout_bytes" not in cells[1] and "stdout_bytes" not in cells[2] and report["reason"] is None
+    report = run_here(scratch, code(f"print({chinese!r})"), cell_output=1000)
+    cell = cells_by_index(report)[1]
+    assert cell["stdout_bytes"] == len((chinese + "\n").encode("utf-8")) == 1171
+    assert cell["stdout"] == chinese[:333] and "\ufffd" not in cell["stdout"]   # 999 bytes: whole characters
+    assert str(remark_message(report["reason"])) == "cell 1 wrote 1171 bytes to stdout; only the first 1000 were kept"
 
 
 @pytest.mark.parametrize("content, status, reason", [
@@ -656,7 +677,7 @@ def test_fork_bomb_stops_at_the_process_limit(box, course):
     cells = cells_by_index(run.report)
     assert cells[1]["error"].startswith("BlockingIOError")
     assert cells[2]["stdout"] == "after\n"
-    assert run.reason.startswith(f"cell 1 hit the limit of {box.limits.processes} processes and threads")
+    assert str(run.reason).startswith(f"cell 1 hit the limit of {box.limits.processes} processes and threads")
     assert processes_of(box.limits.uid) == []
 
 
@@ -685,7 +706,7 @@ def test_processes_a_cell_or_probe_leaves_behind_are_gone_before_the_next_step(b
     assert cells[8]["stdout"] == "19 0\n"         # a forked child yields the CPU to the runner, not it
     assert run.report["probes"]["square"]["killed"] == 1 and run.report["probes"]["square"]["status"] == "ok"
     np.testing.assert_array_equal(run.outputs["square"]["y"], np.arange(5.0) ** 2)
-    assert run.reason.startswith(f"cell 3 hit the limit of {box.limits.processes} processes and threads")
+    assert str(run.reason).startswith(f"cell 3 hit the limit of {box.limits.processes} processes and threads")
     assert processes_of(box.limits.uid) == []
 
 
@@ -713,7 +734,7 @@ def test_memory_exhaustion_is_reported_as_the_memory_limit(box, course):
     assert cells[1]["memory"] and "can't allocate memory" in cells[1]["error"]
     assert cells[2]["memory"] and cells[2]["error"] == "MemoryError"
     assert cells[3]["stdout"] == "after\n"
-    assert run.reason.startswith("cell 1 ran out of memory (limit 3 GiB): RuntimeError")
+    assert str(run.reason).startswith("cell 1 ran out of memory (limit 3 GiB): RuntimeError")
 
 
 @pytest.mark.slow
@@ -730,7 +751,7 @@ def test_memory_of_all_processes_together_is_capped_where_cgroups_can_be_made(bo
     run = run_boxed(box, course, code(children), limits=limits, cell_timeout=60)
     assert run.result.oom_killed and run.result.cgroup in ("v1", "v2")
     assert cells_by_index(run.report)[1]["stdout"] == "a child ended by signal 9\n"
-    assert run.reason == "one of its processes was killed: its processes together went over the memory limit of 1 GiB"
+    assert str(run.reason) == "one of its processes was killed: its processes together went over the memory limit of 1 GiB"
     assert not list(Path("/sys/fs/cgroup").glob(f"**/*sandbox-{os.getpid()}-*"))     # removed after the run
 
 
@@ -740,7 +761,7 @@ def test_endless_loop_is_interrupted_and_the_next_cell_runs(box, course):
                     cell_timeout=1)
     cells = cells_by_index(run.report)
     assert cells[2]["status"] == "timeout" and cells[3]["stdout"] == "after\n"
-    assert run.reason == "cell 2 ran over the 1 s limit and was interrupted"
+    assert str(run.reason) == "cell 2 ran over the 1 s limit and was interrupted"
     assert "square" in run.outputs
 
 
@@ -748,7 +769,7 @@ def test_endless_loop_is_interrupted_and_the_next_cell_runs(box, course):
 def test_loop_that_swallows_the_interrupt_ends_the_run_with_a_reason(box, course):
     stubborn = "import time\nwhile True:\n    try:\n        time.sleep(10)\n    except BaseException:\n        pass"
     run = run_boxed(box, course, code("x = 1", stubborn, "print('never')"), cell_timeout=1, grace=1)
-    assert run.reason == "cell 2 ran over the 1 s limit and ignored the interrupt; the run was stopped"
+    assert str(run.reason) == "cell 2 ran over the 1 s limit and ignored the interrupt; the run was stopped"
     assert run.report["status"] == "crashed" and [c["index"] for c in run.report["cells"]] == [1]
 
 
@@ -759,7 +780,7 @@ def test_code_holding_the_interpreter_meets_the_wall_clock(box, course):
     limits = Limits(wall_seconds=8, uid=box.limits.uid)
     run = run_boxed(box, course, code("x = 1", stuck), cell_timeout=1, grace=1, limits=limits)
     assert run.result.timed_out and 8 <= run.result.seconds < 15
-    assert run.reason == ("stopped at the wall-clock limit of 8 s (an endless loop, or a blocked process?) "
+    assert str(run.reason) == ("stopped at the wall-clock limit of 8 s (an endless loop, or a blocked process?) "
                           "during cell 2")
     assert processes_of(box.limits.uid) == []
 
@@ -769,7 +790,7 @@ def test_output_flood_outside_the_cells_capture_stops_the_run(box, course):
     run = run_boxed(box, course, code("print('y' * 10**7)", "import os\nwhile True:\n    os.write(1, b'x' * 65536)"))
     assert cells_by_index(run.report)[1]["stdout_bytes"] == 10**7 + 1
     assert run.result.output_exceeded and len(run.result.stdout) <= box.limits.output
-    assert run.reason == "stopped: wrote more than 1 MiB to stdout/stderr outside the captured cells during cell 2"
+    assert str(run.reason) == "stopped: wrote more than 1 MiB to stdout/stderr outside the captured cells during cell 2"
 
 
 @pytest.mark.slow
@@ -781,6 +802,68 @@ def test_output_flood_outside_the_cells_capture_stops_the_run(box, course):
 ])
 def test_interpreter_crash_gives_a_reason_and_the_cells_before(box, course, crash, reason):
     run = run_boxed(box, course, code("print('before')", crash, "print('never')"))
-    assert run.reason == reason
+    assert str(run.reason) == reason
     assert run.report["status"] == "crashed" and run.report["cells"][0]["stdout"] == "before\n"
     assert (run.outputs, run.errors) == ({}, {})
+
+
+# --- the runner's remarks: data from the sandbox, worded by the grader ------------------------------------------
+
+def test_a_remark_of_the_runner_reads_in_the_hand_ins_language_with_no_english_word_left():
+    from attnkit_grader.feedback import translations
+    sent = [remarks.remark(remarks.TIMEOUT, 5, "pe_answer", seconds=30.0),
+            remarks.remark(remarks.MEMORY_LIMIT, 3, None, gib=3.0, error="MemoryError"),
+            remarks.remark(remarks.PROCESSES, 2, None, count=64, error="BlockingIOError: no more"),
+            remarks.remark(remarks.STILL_RUNNING, 4, None, count=2),
+            remarks.remark(remarks.KILLED, 4, None, count=2),
+            remarks.remark(remarks.CUT, 6, "test_index", total=30000, stream="stdout", kept=20000)]
+    english = [str(remark_message(data)) for data in sent]
+    assert english[0] == "cell 5 ('pe_answer') ran over the 30 s limit and was interrupted"
+    assert english[5] == "cell 6 ('test_index') wrote 30000 bytes to stdout; only the first 20000 were kept"
+    words = ("cell", "ran", "over", "limit", "memory", "processes", "left", "grader", "wrote", "bytes", "first",
+             "kept", "killed", "interrupted")
+    for language in ("fr", "zh"):
+        translate = translations(language, "ps1_learnable_pe").gettext
+        for data in sent:
+            shown = remark_message(data).render(translate)
+            left = [w for w in words if re.search(rf"\b{w}\b", shown.replace("MemoryError", ""))]
+            assert not left, (language, shown, left)
+    assert "cellule 5 («\u00a0pe_answer\u00a0») a dépassé" in remark_message(sent[0]).render(
+        translations("fr", "ps1_learnable_pe").gettext)
+
+
+@pytest.mark.parametrize("forged", [
+    {"template": "{cell} owns you: {x}", "args": {"index": 1, "grade_id": None, "x": 1}},     # not the runner's
+    {"template": remarks.KILLED, "args": {"index": 1, "grade_id": None, "count": 2, "extra": "<script>"}},
+    {"template": remarks.KILLED, "args": {"index": 1, "grade_id": None}},                       # an argument short
+    {"template": remarks.KILLED, "args": {"index": 1, "grade_id": None, "count": {"template": "{x}"}}},
+    {"template": remarks.KILLED, "args": {"index": True, "grade_id": None, "count": 2}},
+    {"template": remarks.KILLED, "args": {"index": 1, "grade_id": "x')" + "y" * 100, "count": 2}},
+    {"template": remarks.CUT, "args": {"index": 1, "grade_id": None, "total": 9, "stream": "/etc/passwd", "kept": 1}},
+    {"template": remarks.TIMEOUT, "args": {"index": 1, "grade_id": None, "seconds": float("nan")}},
+    {"template": remarks.KILLED, "args": {"index": 1, "grade_id": None, "count": 2}, "more": 1},
+    "cell 1 says hello",
+])
+def test_a_remark_the_runner_never_makes_is_never_shown(forged):
+    shown = remark_message(forged)
+    assert shown.template == notebook_run.UNREADABLE_REMARK and not shown.args
+
+
+def test_a_long_or_multiline_error_in_a_remark_is_one_clipped_printable_line():
+    shown = str(remark_message(remarks.remark(remarks.MEMORY, 1, None, error="A\x1b[31m" + "b" * 900 + "\nsecond")))
+    assert "\n" not in shown and "\x1b" not in shown and len(shown) < 400 and "second" not in shown
+
+
+def test_how_a_run_ended_reads_in_the_hand_ins_language_and_names_only_cells_it_can_check():
+    from attnkit_grader.feedback import translations
+    stuck = Message.make(notebook_run.STUCK, step=notebook_run.cell_message(2, "test_x"), seconds=1.0)
+    crashed = Message.make(notebook_run.CRASHED_DURING, step=Message.make(notebook_run.PROBE, name="square"))
+    assert str(stuck) == "cell 2 ('test_x') ran over the 1 s limit and ignored the interrupt; the run was stopped"
+    assert str(crashed) == "the run ended before the grader's report was written during probe square"
+    for language in ("fr", "zh"):
+        translate = translations(language, "ps1_learnable_pe").gettext
+        for shown in (stuck.render(translate), crashed.render(translate)):
+            assert not re.search(r"\b(cell|ran|over|limit|ignored|stopped|run|ended|report|written|probe)\b",
+                                 shown), (language, shown)
+    for index, grade_id in (("2", None), (True, None), (0, None), (2, "a')"), (2, 7)):   # as the sandbox could send
+        assert notebook_run.cell_message(index, grade_id).template == notebook_run.UNKNOWN_STEP

@@ -217,6 +217,11 @@ def _found(domain):
         template = io.BytesIO(source.encode("utf-8"))
         for _, _, message, _ in jinja2.ext.babel_extract(template, ("_", "gettext"), (), {}):
             yield (message[0] if isinstance(message, tuple) else message), Path(module.__file__)
+    # The runner's remarks, which it sends as templates and values from the sandbox, and how the grader names a cell
+    from attnkit_sandbox import remarks
+    from .isolation import notebook_run
+    yield from ((template, Path(remarks.__file__)) for template in remarks.TEMPLATES)
+    yield from ((template, Path(notebook_run.__file__)) for template in notebook_run.TEMPLATES)
 
 
 # A value shown as it is, never translated: a student's exception, a lower layer's text (Message.text).

@@ -40,10 +40,11 @@ import threading
 import time
 from pathlib import Path
 
-from . import channel, command
-from .cells import NOTEBOOK, cell_label, compile_cell, python_source, read_cells, read_expected, structure_remarks
+from . import channel, command, remarks
+from .cells import NOTEBOOK, compile_cell, python_source, read_cells, read_expected, structure_remarks
 from .command import CELL_TIMEOUT, EXIT_STUCK, LANGUAGE_VARIABLE
 from .probe_sets import probes_of
+from .remarks import remark
 from .processes import (Watchdog, close_figures, cpu_seconds, current_limits, kill_others, peak_memory,
                         yield_to_the_runner)
 
@@ -88,12 +89,12 @@ class CappedStream:
     def writable(self):
         return True
 
-    @property
-    def truncated(self):
-        return self.total > self.kept
-
-    def text(self):
-        return b"".join(self.parts).decode("utf-8", "replace")
+    def head(self, room):
+        """(text, bytes): the start of what was kept, at most ``room`` bytes of it, never cut inside a character
+        (the cap may have cut one: its leftover bytes are dropped), and how many bytes that text is."""
+        data = b"".join(self.parts)[:max(room, 0)]
+        text = data.decode("utf-8", "ignore")          # the data is valid UTF-8 but for a character cut at its end
+        return text, len(text.encode("utf-8"))
 
 
 # --- the run ----------------------------------------------------------------------------------------------
@@ -200,11 +201,11 @@ class Runner:
         record["cpu"] = round(time.process_time() - cpu, 4)      # the cell's own CPU: the floor of grading it
         record.update(self.leftovers(threads))
         for name, stream in (("stdout", stdout), ("stderr", stderr)):
-            text = stream.text()[:self.output_room]
-            self.output_room -= len(text)
+            text, shown = stream.head(self.output_room)     # bytes with bytes: accented or CJK text is not cut
+            self.output_room -= shown
             if stream.total:
                 record[name] = text
-            if stream.truncated or len(text) < stream.kept:
+            if shown < stream.total:
                 record[f"{name}_bytes"] = stream.total
         close_figures()
         self.say({"event": "done", "cell": record})
@@ -402,32 +403,36 @@ def is_memory_error(error):
 
 
 def summary(report):
-    """One line naming the worst thing that happened in a run that ended normally, or None."""
+    """The worst thing that happened in a run that ended normally, as a remark (:mod:`.remarks`: a template and
+    its values, which the grader words in the hand-in's language), a text from a lower layer, or None."""
     limits = report.get("limits", {})
-    cells = [(cell, cell_label(cell["index"], cell.get("grade_id"))) for cell in report["cells"]]
-    for cell, where in cells:
+    cells = report["cells"]
+
+    def about(template, cell, **args):
+        return remark(template, cell["index"], cell.get("grade_id") or None, **args)
+
+    for cell in cells:
         if cell["status"] == "timeout":
-            return f"{where} ran over the {limits.get('cell_timeout'):g} s limit and was interrupted"
-    for cell, where in cells:
+            return about(remarks.TIMEOUT, cell, seconds=limits.get("cell_timeout"))
+    for cell in cells:
         if cell.get("memory"):
             cap = limits.get("as")
-            limit = f" (limit {cap / 2**30:.3g} GiB)" if cap else ""
-            return f"{where} ran out of memory{limit}: {cell.get('error')}"
-    for cell, where in cells:
+            return (about(remarks.MEMORY_LIMIT, cell, gib=cap / 2**30, error=str(cell.get("error"))) if cap
+                    else about(remarks.MEMORY, cell, error=str(cell.get("error"))))
+    for cell in cells:
         if cell.get("processes"):
-            return f"{where} hit the limit of {limits.get('nproc')} processes and threads: {cell.get('error')}"
-    for cell, where in cells:
+            return about(remarks.PROCESSES, cell, count=limits.get("nproc"), error=str(cell.get("error")))
+    for cell in cells:
         if cell.get("still_running"):
-            return (f"{where} left {cell['still_running']} processes the grader could not stop; "
-                    f"later cells and probes shared the sandbox with them")
-    for cell, where in cells:
+            return about(remarks.STILL_RUNNING, cell, count=cell["still_running"])
+    for cell in cells:
         if cell.get("killed"):
-            return f"{where} left {cell['killed']} processes running; the grader killed them"
-    for cell, where in cells:
+            return about(remarks.KILLED, cell, count=cell["killed"])
+    for cell in cells:
         for name in ("stdout", "stderr"):
             if f"{name}_bytes" in cell:
-                return (f"{where} wrote {cell[f'{name}_bytes']} bytes to {name}; only the first "
-                        f"{limits.get('cell_output')} were kept")
+                return about(remarks.CUT, cell, total=cell[f"{name}_bytes"], stream=name,
+                             kept=limits.get("cell_output"))
     if report.get("probe_error"):
         return report["probe_error"]
     return report["remarks"][0] if report["remarks"] else None

@@ -49,7 +49,8 @@ def clip(text, limit=CELL_WORDS):
 
 def names_cell(text, number):
     """True when ``text`` (a reason) already speaks of cell ``number``."""
-    return bool(text) and number is not None and re.search(rf"\bcell {re.escape(str(number))}\b", text) is not None
+    return (bool(text) and number is not None
+            and re.search(rf"\bcell {re.escape(str(number))}\b", str(text)) is not None)
 
 
 def cell_issues(report, release, reason):

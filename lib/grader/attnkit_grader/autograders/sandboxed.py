@@ -63,7 +63,7 @@ from ..judging import engine as judges
 from ..canary import sing
 from ..release_cells import Release
 from ..precheck import Issue
-from ..results import Message, SubmissionResult
+from ..results import Message, SubmissionResult, message
 from .base import Autograder, failed
 from .pool import Pool
 from .runs import cell_issues, dying_cell, names_cell, plain_cells
@@ -361,7 +361,7 @@ class SandboxAutograder(Pool, Autograder):
             label = cell_label(number, self.grade_id_at(done.report, number))
             issues.append(Message.make("{why}; graded again without that cell", why=why) if names_cell(why, number)
                           else Message.make("{cell}: {why}; graded again without that cell", cell=label, why=why))
-        reason = Message.text(done.reason) if done.reason else None
+        reason = message(done.reason)
         if reason:
             issues.append(reason)
         issues += [i for i in cell_issues(done.report, release, done.reason) if i not in issues]

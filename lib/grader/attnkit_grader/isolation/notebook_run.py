@@ -13,9 +13,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnkit_sandbox import channel, command
-from attnkit_sandbox.cells import EXPECTED, NOTEBOOK, cell_label
+from attnkit_sandbox import channel, command, remarks
+from attnkit_sandbox.cells import EXPECTED, NOTEBOOK
 
+from ..results import Message
 from .bwrap import CHANNEL, SCRATCH, SandboxResult, human
 
 # What a scratch folder may hold when a run starts (the runner's inputs), each written by the grading process.
@@ -28,7 +29,7 @@ class NotebookRun:
     the probes' outputs and errors (:func:`attnkit_sandbox.channel.decode_outputs`), decoded from memory."""
 
     report: dict
-    reason: str
+    reason: object        # a Message (a remark of the runner) or a text made by a lower layer, or None
     result: SandboxResult
     outputs: dict
     errors: dict
@@ -109,38 +110,74 @@ def partial_report(progress, assignment, unreadable=False):
 
 
 def current_step(progress):
-    """'cell 4 ('grade_id')' or 'probe NAME': what was running when the messages stopped, or None."""
+    """What was running when the messages stopped, as a Message ('cell 4 ('grade_id')', 'probe NAME'), or None.
+    The progress comes from the sandbox: a cell's number and grade_id are checked as a remark's are."""
     step = None
     for event in progress:
         kind = event.get("event")
         if kind == "stuck":
-            return channel.clip_message(event.get("step"), 120)
+            return Message.text(channel.clip_message(event.get("step"), 120))
         if kind == "start":
             if "probe" in event:
-                step = f"probe {event['probe']}"
+                step = Message.make(PROBE, name=channel.clip_message(event["probe"], 64))
             else:
-                step = cell_label(event.get("cell"), event.get("grade_id"))
-            step = channel.clip_message(step, 120)         # the notebook chose the grade_id
+                step = cell_message(event.get("cell"), event.get("grade_id"))
         elif kind == "done":
             step = None
     return step
 
 
 def combined_reason(result, report, progress, cell_timeout):
-    """One line: the sandbox's reason with the step it happened in, else the runner's own reason."""
+    """One line, as a Message: the sandbox's reason with the step it happened in, else the runner's own reason."""
     step = current_step(progress)
     stuck = any(event.get("event") == "stuck" for event in progress)
     if stuck and result.exit_code == command.EXIT_STUCK and not result.timed_out:
-        return f"{step} ran over the {cell_timeout:g} s limit and ignored the interrupt; the run was stopped"
+        return Message.make(STUCK, step=step or Message.make(UNKNOWN_STEP), seconds=float(cell_timeout))
     if result.reason:
-        where = f" during {step}" if step else ""
-        if result.exit_code not in (None, 0) or result.timed_out or result.output_exceeded:
-            return f"{result.reason}{where}"
-        return result.reason
+        if step and (result.exit_code not in (None, 0) or result.timed_out or result.output_exceeded):
+            return Message.make(DURING, reason=Message.text(result.reason), step=step)
+        return Message.text(result.reason)          # the sandbox's own words (bwrap.exit_reason)
     if report.get("status") == "crashed":
-        where = f" during {step}" if step else ""
-        return f"the run ended before the grader's report was written{where}"
+        return Message.make(CRASHED_DURING, step=step) if step else Message.make(CRASHED)
     if report.get("status") == "unreadable-report":
-        return f"the grader's report was unreadable (not JSON, or over {human(channel.MAX_REPORT_BYTES)})"
+        return Message.make(UNREADABLE_REPORT, size=human(channel.MAX_REPORT_BYTES))
     reason = report.get("reason")
-    return channel.clip_message(reason) if isinstance(reason, str) else None
+    if isinstance(reason, dict):
+        return remark_message(reason)
+    return Message.text(channel.clip_message(reason)) if isinstance(reason, str) else None
+
+
+# How the grader words what the runner names by numbers (message ids of the grader's catalog).
+CELL = "cell {index}"
+CELL_NAMED = "cell {index} ('{grade_id}')"
+PROBE = "probe {name}"
+UNKNOWN_STEP = "a step the grader could not name"
+STUCK = "{step} ran over the {seconds:g} s limit and ignored the interrupt; the run was stopped"
+DURING = "{reason} during {step}"
+CRASHED = "the run ended before the grader's report was written"
+CRASHED_DURING = "the run ended before the grader's report was written during {step}"
+UNREADABLE_REPORT = "the grader's report was unreadable (not JSON, or over {size})"
+UNREADABLE_REMARK = "the grader's runner sent a remark it never makes; see the run's log"
+TEMPLATES = (CELL, CELL_NAMED, PROBE, UNKNOWN_STEP, STUCK, DURING, CRASHED, CRASHED_DURING, UNREADABLE_REPORT,
+             UNREADABLE_REMARK)
+
+
+def cell_message(index, grade_id):
+    """'cell 4' or 'cell 4 ('grade_id')' as a Message, from a number and grade_id the sandbox sent (checked as a
+    remark's are: a cell it cannot name is 'a step the grader could not name')."""
+    accepted = remarks.accept(remarks.remark(remarks.KILLED, index, grade_id, count=0))
+    if accepted is None:
+        return Message.make(UNKNOWN_STEP)
+    return (Message.make(CELL_NAMED, index=index, grade_id=grade_id) if accepted[1]["grade_id"]
+            else Message.make(CELL, index=index))
+
+
+def remark_message(data):
+    """The Message of a remark the runner sent (:mod:`attnkit_sandbox.remarks`), read as hostile: one the runner
+    does not make (another template, other arguments, values of another kind) is never shown."""
+    accepted = remarks.accept(data)
+    if accepted is None:
+        return Message.make(UNREADABLE_REMARK)
+    template, args = accepted
+    index, grade_id = args.pop("index"), args.pop("grade_id")
+    return Message.make(template, cell=cell_message(index, grade_id), **args)
