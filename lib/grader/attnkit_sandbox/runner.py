@@ -71,8 +71,11 @@ class CappedStream:
         self.total += len(data)
         room = self.cap - self.kept
         if room > 0:
-            self.parts.append(data[:room])
-            self.kept += min(room, len(data))
+            piece = utf8_head(data, room)
+            self.parts.append(piece)
+            self.kept += len(piece)
+            if len(piece) < len(data):
+                self.cap = self.kept     # full: a shorter character written later must not slip in after the cut
         return len(text)
 
     def writelines(self, lines):
@@ -92,8 +95,21 @@ class CappedStream:
     def truncated(self):
         return self.total > self.kept
 
+    def data(self):
+        return b"".join(self.parts)
+
     def text(self):
-        return b"".join(self.parts).decode("utf-8", "replace")
+        return self.data().decode("utf-8", "replace")
+
+
+def utf8_head(data, size):
+    """The first ``size`` bytes or fewer of UTF-8 ``data``, never ending inside a character."""
+    if size >= len(data):
+        return data
+    end = max(size, 0)
+    while end > 0 and (data[end] & 0xC0) == 0x80:    # data[end] continues a character: cut before that character
+        end -= 1
+    return data[:end]
 
 
 # --- the run ----------------------------------------------------------------------------------------------
@@ -200,11 +216,11 @@ class Runner:
         record["cpu"] = round(time.process_time() - cpu, 4)      # the cell's own CPU: the floor of grading it
         record.update(self.leftovers(threads))
         for name, stream in (("stdout", stdout), ("stderr", stderr)):
-            text = stream.text()[:self.output_room]
-            self.output_room -= len(text)
+            data = utf8_head(stream.data(), self.output_room)     # bytes with bytes: the room is in bytes
+            self.output_room -= len(data)
             if stream.total:
-                record[name] = text
-            if stream.truncated or len(text) < stream.kept:
+                record[name] = data.decode("utf-8", "replace")
+            if stream.truncated or len(data) < stream.kept:
                 record[f"{name}_bytes"] = stream.total
         close_figures()
         self.say({"event": "done", "cell": record})
