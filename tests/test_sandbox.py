@@ -293,20 +293,32 @@ def test_runner_skips_cells_on_request_and_bounds_the_output_it_keeps(scratch, m
     assert cells[3]["stdout"] == "b" * 500 and cells[3]["stdout_bytes"] == 1000
 
 
-def test_output_is_counted_in_bytes_so_accented_and_chinese_text_under_the_cap_is_never_reported_cut(scratch):
-    """The cap and the warning both count UTF-8 bytes: 400 characters of French or Chinese under a 1500-byte cap
-    are kept whole with no warning, the same text over a 1000-byte cap is reported with its true byte count, and
-    a cut never leaves half a character."""
-    french, chinese = "é" * 400, "注意力" * 130                 # 800 and 1170 bytes, 400 and 390 characters
-    report = run_here(scratch, code(f"print({french!r})", f"print({chinese!r})"), cell_output=1500)
+def test_runner_counts_output_in_bytes_and_never_cuts_a_character(scratch, monkeypatch):
+    # "é" is 2 bytes, "注意" 6: under the cap in bytes but with fewer characters than bytes -- no warning;
+    # over it, the warning gives the byte counts and the kept text ends on a whole character.
+    monkeypatch.setattr(runner, "REPORT_OUTPUT", 801 + 601 + 1000 + 999 + 500)
+    report = run_here(scratch, code(
+        "print('é' * 400)",          # 801 bytes, 401 characters
+        "print('注意' * 100)",        # 601 bytes, 201 characters
+        "print('é' * 600)",          # 1201 bytes: kept 1000 (500 whole "é")
+        "print('注' * 400)",          # 1201 bytes: the cap falls inside a character; 333 kept, 999 bytes
+        "print('注' * 400)",          # the report's room is down to 500 bytes: 166 whole characters, 498 bytes
+    ), cell_output=1000)
     cells = cells_by_index(report)
-    assert cells[1]["stdout"] == french + "\n" and cells[2]["stdout"] == chinese + "\n"
-    assert "stdout_bytes" not in cells[1] and "stdout_bytes" not in cells[2] and report["reason"] is None
-    report = run_here(scratch, code(f"print({chinese!r})"), cell_output=1000)
-    cell = cells_by_index(report)[1]
-    assert cell["stdout_bytes"] == len((chinese + "\n").encode("utf-8")) == 1171
-    assert cell["stdout"] == chinese[:333] and "\ufffd" not in cell["stdout"]   # 999 bytes: whole characters
-    assert str(remark_message(report["reason"])) == "cell 1 wrote 1171 bytes to stdout; only the first 1000 were kept"
+    assert cells[1]["stdout"] == "é" * 400 + "\n" and "stdout_bytes" not in cells[1]
+    assert cells[2]["stdout"] == "注意" * 100 + "\n" and "stdout_bytes" not in cells[2]
+    assert cells[3]["stdout"] == "é" * 500 and cells[3]["stdout_bytes"] == 1201
+    assert cells[4]["stdout"] == "注" * 333 and cells[4]["stdout_bytes"] == 1201
+    assert cells[5]["stdout"] == "注" * 166 and cells[5]["stdout_bytes"] == 1201
+    assert "\ufffd" not in "".join(cell.get("stdout", "") for cell in report["cells"])
+    assert str(remark_message(report["reason"])) == "cell 3 wrote 1201 bytes to stdout; only the first 1000 were kept"
+
+
+def test_capped_stream_keeps_whole_characters_and_nothing_after_a_cut():
+    stream = runner.CappedStream(4)
+    stream.write("aé注")     # 1 + 2 + 3 bytes: only "aé" fits whole
+    stream.write("b")        # room for one byte left, but the stream was cut: "b" is not kept after the gap
+    assert stream.text() == "aé" and stream.kept == 3 and stream.total == 7 and stream.truncated
 
 
 @pytest.mark.parametrize("content, status, reason", [

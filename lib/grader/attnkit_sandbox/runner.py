@@ -72,8 +72,11 @@ class CappedStream:
         self.total += len(data)
         room = self.cap - self.kept
         if room > 0:
-            self.parts.append(data[:room])
-            self.kept += min(room, len(data))
+            piece = utf8_head(data, room)
+            self.parts.append(piece)
+            self.kept += len(piece)
+            if len(piece) < len(data):
+                self.cap = self.kept     # full: a shorter character written later must not slip in after the cut
         return len(text)
 
     def writelines(self, lines):
@@ -89,12 +92,25 @@ class CappedStream:
     def writable(self):
         return True
 
-    def head(self, room):
-        """(text, bytes): the start of what was kept, at most ``room`` bytes of it, never cut inside a character
-        (the cap may have cut one: its leftover bytes are dropped), and how many bytes that text is."""
-        data = b"".join(self.parts)[:max(room, 0)]
-        text = data.decode("utf-8", "ignore")          # the data is valid UTF-8 but for a character cut at its end
-        return text, len(text.encode("utf-8"))
+    @property
+    def truncated(self):
+        return self.total > self.kept
+
+    def data(self):
+        return b"".join(self.parts)
+
+    def text(self):
+        return self.data().decode("utf-8", "replace")
+
+
+def utf8_head(data, size):
+    """The first ``size`` bytes or fewer of UTF-8 ``data``, never ending inside a character."""
+    if size >= len(data):
+        return data
+    end = max(size, 0)
+    while end > 0 and (data[end] & 0xC0) == 0x80:    # data[end] continues a character: cut before that character
+        end -= 1
+    return data[:end]
 
 
 # --- the run ----------------------------------------------------------------------------------------------
@@ -201,11 +217,11 @@ class Runner:
         record["cpu"] = round(time.process_time() - cpu, 4)      # the cell's own CPU: the floor of grading it
         record.update(self.leftovers(threads))
         for name, stream in (("stdout", stdout), ("stderr", stderr)):
-            text, shown = stream.head(self.output_room)     # bytes with bytes: accented or CJK text is not cut
-            self.output_room -= shown
+            data = utf8_head(stream.data(), self.output_room)     # bytes with bytes: the room is in bytes
+            self.output_room -= len(data)
             if stream.total:
-                record[name] = text
-            if shown < stream.total:
+                record[name] = data.decode("utf-8", "replace")
+            if stream.truncated or len(data) < stream.kept:
                 record[f"{name}_bytes"] = stream.total
         close_figures()
         self.say({"event": "done", "cell": record})
