@@ -2,14 +2,15 @@
 
 Each edition's released notebook (release/NAME_fr, release/NAME_zh) runs its test cells, in one interpreter per
 edition, on every catalogued mistake (swapped in by the catalogue's harness) and on a set of generic failures (an
-exception, a wrong shape, a wrong dtype, NaN rows); the output must hold none of the English words of
-:data:`ENGLISH` as whole words, once what stays English by design (:data:`ALLOWED`) is taken out.
+exception, a wrong shape, a wrong dtype, NaN rows, a leaking padding mask); the output must hold none of the
+English words of :data:`ENGLISH` as whole words, once what stays English by design (:data:`ALLOWED`) is taken out.
 
 Run ``python tests/test_no_english.py`` for the English words found per edition (the counts of the closing note).
 """
 
 import collections
 import functools
+import inspect
 import re
 import sys
 
@@ -71,6 +72,7 @@ _WORD = re.compile(r"[^\W\d_]+")       # whole words, accented letters included 
 
 def english_words(text, edition):
     """[word, ...] of ENGLISH found in ``text`` once ALLOWED is removed (French "points"/"structure" are French)."""
+    text = re.sub(r"\n[ \t]+", " ", text)          # a wrapped line goes on where it was cut (an exception's words too)
     kept = _ALLOWED.sub(" ", text)
     # French words spelt as English ones (a French sentence may hold them): not English here.
     same = {"points", "structure", "index", "table", "mode", "code", "case", "gradient", "versions", "positions",
@@ -96,12 +98,19 @@ def _bent(value, how):
 
 def generic(namespace, how):
     """The reference ``namespace`` failing generically: "exception" (every answer raises), "shape", "dtype", "nan"
-    (every tensor it returns bent so)."""
+    (every tensor it returns bent so), "mask" (the padding mask leaks: valid_lens is dropped wherever it is given)."""
     def broken(function):
+        signature = inspect.signature(function)
+
         @functools.wraps(function)
         def wrapper(*args, **kwargs):
             if how == "exception":
                 raise RuntimeError("ÉCHEC-VOULU")
+            if how == "mask":
+                bound = signature.bind(*args, **kwargs)
+                if "valid_lens" in bound.arguments:
+                    bound.arguments["valid_lens"] = None
+                return function(*bound.args, **bound.kwargs)
             return _bent(function(*args, **kwargs), how)
         return wrapper
 
@@ -117,7 +126,7 @@ def generic(namespace, how):
     return bent
 
 
-GENERIC = ("exception", "shape", "dtype", "nan")
+GENERIC = ("exception", "shape", "dtype", "nan", "mask")
 
 
 def runs(assignment):

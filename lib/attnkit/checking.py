@@ -323,8 +323,8 @@ def _either(explanations):
 
 
 def _known_mistakes(actual, variants, atol):
-    """The explanations of the known mistakes whose results equal ``actual`` (float64 tensor): NaN where
-    theirs is NaN, within ``atol`` elsewhere."""
+    """The worked case's ``variants`` (known mistakes that give the same numbers, grouped) whose results equal
+    ``actual`` (float64 tensor): NaN where theirs is NaN, within ``atol`` elsewhere."""
     found = []
     for variant in variants:
         values = torch.tensor(variant["values"], dtype=torch.float64)
@@ -333,7 +333,7 @@ def _known_mistakes(actual, variants, atol):
         nan = torch.isnan(values)
         difference = (actual[~nan] - values[~nan]).abs()
         if bool((torch.isnan(actual) == nan).all()) and (not difference.numel() or float(difference.max()) <= atol):
-            found.append(variant["says"])
+            found.append(variant)
     return found
 
 
@@ -377,9 +377,10 @@ def expect_worked(actual, key, what, atol=1e-4, expected=None):
             if isinstance(actual, torch.Tensor) and tuple(actual.shape) == tuple(expected.shape) else []
         if not found:
             raise
-        if len(found) == 1:
-            named = Text("These are exactly the numbers of a known mistake: {mistake}", mistake=Text(found[0]))
+        says = _either([variant["says"] for variant in found])
+        if sum(len(variant["bugs"]) for variant in found) == 1:
+            named = Text("These are exactly the numbers of a known mistake: {mistake}", mistake=says)
         else:
             named = Text("These are exactly the numbers of known mistakes (they agree here): {mistakes}",
-                         mistakes=_either(found))
+                         mistakes=says)
         raise CheckFailed(Text("{message}. {diagnosis}", message=failure.text, diagnosis=named), matched=True) from None
