@@ -213,8 +213,8 @@ def test_execution_issues_report_timeouts_and_crashing_setup_but_not_failed_test
     notebook.cells[2].outputs = [error_output("KeyboardInterrupt"), error_output("CellTimeoutError")]
     notebook.cells[3].outputs = [error_output("AssertionError")]
     assert list(map(str, execution_issues(notebook, "toy.ipynb", 20))) == [
-        "toy.ipynb cell 2 ('setup') raised ModuleNotFoundError: No module named 'nope'",
-        "toy.ipynb cell 3 ('square') ran over the 20 s limit and was interrupted",
+        "cell 2 ('setup') of toy.ipynb raised ModuleNotFoundError: No module named 'nope'",
+        "cell 3 ('square') of toy.ipynb ran over the 20 s limit and was interrupted",
     ]
 
 
@@ -223,7 +223,7 @@ def test_later_errors_are_counted_not_listed():
     notebook.cells[1].outputs = [error_output("ImportError", "boom")]
     notebook.cells[2].outputs = [error_output("NameError", "name 'math' is not defined")]
     issues = list(map(str, execution_issues(notebook, "toy.ipynb", 20)))
-    assert issues == ["toy.ipynb cell 2 ('setup') raised ImportError: boom",
+    assert issues == ["cell 2 ('setup') of toy.ipynb raised ImportError: boom",
                       "1 later non-test cell(s) of toy.ipynb also raised"]
 
 

@@ -879,3 +879,31 @@ def test_how_a_run_ended_reads_in_the_hand_ins_language_and_names_only_cells_it_
                                  shown), (language, shown)
     for index, grade_id in (("2", None), (True, None), (0, None), (2, "a')"), (2, 7)):   # as the sandbox could send
         assert notebook_run.cell_message(index, grade_id).template == notebook_run.UNKNOWN_STEP
+
+
+def _ended(**fields):
+    return sandbox.SandboxResult(True, **{"exit_code": 1, "signal": None, **fields})
+
+
+@pytest.mark.parametrize("result", [
+    _ended(signal=11), _ended(signal=9), _ended(signal=24), _ended(signal=6), _ended(signal=40), _ended(),
+    _ended(timed_out=True), _ended(output_exceeded=True), _ended(channel_exceeded=True),
+    sandbox.SandboxResult(False, stderr=b"bwrap: No permissions to create new namespace"),
+], ids=["SIGSEGV", "SIGKILL", "SIGXCPU", "SIGABRT", "real-time", "status", "wall", "output", "channel", "start"])
+def test_why_a_run_ended_is_worded_in_the_hand_in_s_language(result):
+    """The sandbox's exit reasons are message ids: English for the logs, French and Chinese on the feedback page,
+    the same after the door's JSON (a door's reply carries its reason as a message, not as English text)."""
+    from attnkit_grader.feedback import translations
+    from attnkit_grader.isolation import door, reasons
+
+    why = reasons.exit_reason(result, Limits())
+    assert isinstance(why, Message) and str(why)
+    result.reason = why
+    assert door.parse_reply(door.result_frames(result)).reason == why
+    words = ("stopped", "killed", "crashed", "ended", "limit", "wrote", "sent", "results", "sandbox", "could",
+             "not", "start", "status", "process", "memory", "the", "of", "or")    # "signal", "machine": French too
+    for language in ("fr", "zh"):
+        shown = why.render(translations(language).gettext)
+        english = [w for w in words if re.search(rf"\b{w}\b", shown.replace("bwrap: No permissions to create new "
+                                                                              "namespace", ""))]
+        assert not english, (language, shown, english)

@@ -119,6 +119,7 @@ SAME_AS_ENGLISH = {
     "{message}. {diagnosis}",
     "{earlier}; or {later}",
     "{message} {hint}",
+    "{where} {what}",
     "{diagnosis} ({message})",
     "%(score)s / %(points)s points",
     # names of code an assignment's checks hand in as their "what"
@@ -206,10 +207,15 @@ def _found(domain):
             shipped = PACKAGE / "worked" / f"{name}.json"        # where the student's copy comes from:
             yield from ((bug.says, shipped) for bug in registry.get(name).bugs)   # no grader path in the edition
         return
-    from . import autograded_notebook, feedback, insight
+    from . import autograded_notebook, copies, feedback, insight, pipeline, precheck
+    from .autograders import base, runs, sandboxed
     from .insight import render
+    from .isolation import reasons
     from .judging import compare, engine, variants
-    for module in (engine, variants, feedback, compare, autograded_notebook, render, insight):
+    # The page's own sentences, then the problems a run or a hand-in is noted with (Record.issues: the student's
+    # feedback page lists them), written by the graders, the sandbox's exit reasons, the pipeline and the pre-check.
+    for module in (engine, variants, feedback, compare, autograded_notebook, render, insight,
+                   base, runs, sandboxed, reasons, pipeline, precheck, copies):
         yield from ((m, Path(module.__file__)) for m in _python(module.__file__, {"N_": None, "make": None,
                                                                                   "Fail": None, "sentence": None,
                                                                                   "_": None}))

@@ -39,6 +39,7 @@ from typing import Callable
 
 from nbgrader.api import Gradebook, MissingEntry
 
+from attnkit.i18n import N_
 from attnkit_sandbox.cells import MAX_NOTEBOOK_BYTES
 
 from .autograders.base import Job, NbgraderAutograder
@@ -307,7 +308,8 @@ def place(course, submissions, student, assignment, released, copy=True, autogra
         record.status = "rejected"
         path, what = odd[0]
         where = f"{student}/{assignment}" + ("" if path == "." else f"/{path}")
-        record.issues = [Message.make("{path} is {what}; hand in plain files", path=where, what=what)]
+        record.issues = [Message.make("{path} is {what}; hand in plain files", path=where,
+                                      what=Message.make(what))]
     elif not original.is_dir():
         record.status = "missing"
         record.issues = [Message.make("nothing handed in (no folder {student}/{assignment}/)", student=student,
@@ -337,7 +339,7 @@ def odd_entries(folder):
     folder = Path(folder)
     if os.path.realpath(folder) != os.path.abspath(folder):
         exists = folder.is_symlink() or folder.exists()
-        return [(".", "a symbolic link (or lies behind one)")] if exists else []
+        return [(".", N_("a symbolic link (or lies behind one)"))] if exists else []
     if not folder.is_dir():
         return []
     found = []
@@ -346,9 +348,9 @@ def odd_entries(folder):
             path = os.path.join(top, name)
             mode = os.lstat(path).st_mode
             if stat.S_ISLNK(mode):
-                found.append((os.path.relpath(path, folder), "a symbolic link"))
+                found.append((os.path.relpath(path, folder), N_("a symbolic link")))
             elif not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-                found.append((os.path.relpath(path, folder), "not a plain file"))
+                found.append((os.path.relpath(path, folder), N_("not a plain file")))
     return sorted(found)
 
 

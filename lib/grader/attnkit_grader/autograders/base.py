@@ -28,9 +28,10 @@ from nbformat.warnings import MissingIDFieldWarning
 from sqlalchemy.exc import SAWarning
 from nbgrader.utils import is_grade, is_solution
 
-from attnkit_sandbox.cells import cell_label
+from attnkit.i18n import N_
 
 from .. import offline
+from ..isolation.notebook_run import cell_message
 from ..precheck import first_line
 from ..release_cells import grade_id_of
 from ..results import Message, SubmissionResult, message
@@ -140,15 +141,16 @@ class NbgraderAutograder(Autograder):
 
 # What nbgrader's log says when it gives up on a submission, and what that means for the instructor.
 KNOWN_FAILURES = [
-    (r"NotJSONError|JSONDecodeError", "nbgrader could not grade it: the notebook is not valid JSON"),
+    (r"NotJSONError|JSONDecodeError", N_("nbgrader could not grade it: the notebook is not valid JSON")),
     (r"No notebooks (found|were matched)",
-     "nbgrader could not grade it: no notebook with the released name was handed in"),
+     N_("nbgrader could not grade it: no notebook with the released name was handed in")),
     (r"kernel became unresponsive|UnresponsiveKernelError",
-     "nbgrader could not grade it: the kernel stopped responding, even to an interrupt (a loop that ignores "
-     "interrupts or eats memory?)"),
+     N_("nbgrader could not grade it: the kernel stopped responding, even to an interrupt (a loop that ignores "
+        "interrupts or eats memory?)")),
     (r"DeadKernelError|Kernel died",
-     "nbgrader could not grade it: the kernel died while running the notebook (out of memory? os._exit?)"),
-    (r"Notebook failed to validate", "nbgrader could not grade it: the nbgrader metadata of the notebook is corrupted"),
+     N_("nbgrader could not grade it: the kernel died while running the notebook (out of memory? os._exit?)")),
+    (r"Notebook failed to validate",
+     N_("nbgrader could not grade it: the nbgrader metadata of the notebook is corrupted")),
 ]
 EXCEPTION_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$", re.M)
 
@@ -172,7 +174,7 @@ def execution_issues(notebook, name, timeout):
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         if not errors:
             continue
-        where = f"{name} {cell_label(number, grade_id_of(cell))}"
+        where = Message.make("{cell} of {notebook}", cell=cell_message(number, grade_id_of(cell)), notebook=name)
         if any(e.ename == "CellTimeoutError" for e in errors):
             outcomes.append((where, "timeout", is_test(cell),
                              Message.make("ran over the {seconds} s limit and was interrupted", seconds=timeout)))

@@ -7,8 +7,8 @@ messages): types are checked, text is clipped, nothing is trusted for points.
 import re
 
 from attnkit_sandbox import channel
-from attnkit_sandbox.cells import cell_label
 
+from ..isolation.notebook_run import cell_message
 from ..results import Message
 from .base import issues_from_cells
 
@@ -57,9 +57,8 @@ def cell_issues(report, release, reason):
     """Remarks on the run (Messages), in the words the nbgrader path uses: timeouts, errors outside test
     cells, then the runner's own remarks (untrusted text, shown as it is)."""
     tests = {grade_id for grade_id, cell in release.graded.items() if cell.kind == "test"}
-    outcomes = [(cell_label(cell.get("index"), cell.get("grade_id")), cell["status"], cell.get("grade_id") in tests,
-                 cell["error"] or Message.make("ran over its time limit") if cell["status"] == "timeout"
-                 else cell["error"])
+    outcomes = [(cell_message(cell["index"], cell["grade_id"]), cell["status"], cell.get("grade_id") in tests,
+                 Message.make("ran over its time limit") if cell["status"] == "timeout" else cell["error"])
                 for cell in plain_cells(report) if not names_cell(reason, cell["index"])]   # the reason says it
     issues = issues_from_cells(outcomes)
     for remark in report.get("remarks", []) if isinstance(report.get("remarks"), list) else []:

@@ -325,7 +325,7 @@ class SandboxAutograder(Pool, Autograder):
                 cell = dying_cell(result)
                 if cell is None or len(skipped) >= self.retries or not result.result.started:
                     break
-                skipped.append((cell, result.reason or "the run ended there"))
+                skipped.append((cell, result.reason or Message.make("the run ended there")))
             outputs, errors = result.outputs, result.errors
             self.keep_report(job, result.report)
         finally:

@@ -57,9 +57,11 @@ from pathlib import Path
 from attnkit_sandbox import channel
 
 from .cgroups import Cgroup
-from .limits import GiB, MiB, Limits
+from .limits import Limits
 from .staging import FONT_CACHE, check_staged
+from . import reasons
 from . import seccomp as syscall_filter
+from ..results import Message
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +94,7 @@ class SandboxResult:
     stderr: bytes = b""
     files: dict = field(default_factory=dict)    # {name: bytes} the command sent on the pipe
     seconds: float = 0.0
-    reason: str = None
+    reason: Message = None           # why the run did not end well (reasons.exit_reason), None when it did
 
     @property
     def ok(self):
@@ -319,7 +321,7 @@ class Sandbox:
                 os.close(fd)
             if group:
                 group.remove()
-            return SandboxResult(False, reason=f"the sandbox could not start: {error}")
+            return SandboxResult(False, reason=reasons.not_started(str(error)))
         for fd in child_fds:
             os.close(fd)
         result = None
@@ -414,8 +416,7 @@ def finish(result, group, limits):
         return
     result.oom_killed, result.cgroup, result.cpu_seconds = oom_killed, group.version if group else None, cpu
     if result.oom_killed and not result.timed_out:
-        who = "killed" if result.exit_code else "one of its processes was killed"
-        result.reason = f"{who}: its processes together went over the memory limit of {human(limits.total_memory)}"
+        result.reason = reasons.out_of_memory(result, limits)
 
 
 def kill_group(process, status):
@@ -470,50 +471,4 @@ def record_exit(result, returncode, status, limits):
     result.exit_code = code
     if code is not None and 128 < code < 128 + signal.NSIG:      # 255 is os._exit(255), not a signal 127
         result.signal = code - 128
-    result.reason = exit_reason(result, limits)
-
-
-SIGNAL_REASONS = {
-    signal.SIGSEGV: "crashed: segmentation fault (SIGSEGV)",
-    signal.SIGBUS: "crashed: bus error (SIGBUS)",
-    signal.SIGILL: "crashed: illegal instruction (SIGILL)",
-    signal.SIGFPE: "crashed: arithmetic error (SIGFPE)",
-    signal.SIGABRT: "aborted (SIGABRT), often an allocation refused under the memory limit",
-    signal.SIGXFSZ: "stopped: wrote a file over the size limit (SIGXFSZ)",
-}
-
-
-def exit_reason(result, limits):
-    """One line for a run that did not end with exit status 0, else None."""
-    if not result.started:
-        detail = channel.clip_message(result.stderr.decode("utf-8", "replace")) or "no detail"
-        return f"the sandbox could not start: {detail}"
-    if result.timed_out:
-        return f"stopped at the wall-clock limit of {limits.wall_seconds:g} s (an endless loop, or a blocked process?)"
-    if result.output_exceeded:
-        return f"stopped: wrote more than {human(limits.output)} to stdout/stderr outside the captured cells"
-    if result.channel_exceeded:
-        return f"stopped: sent more than {human(limits.channel)} of results"
-    if result.exit_code == 0:
-        return None
-    if result.signal == signal.SIGXCPU:
-        return f"stopped at the CPU-time limit of {limits.cpu_seconds} s (SIGXCPU)"
-    if result.signal == signal.SIGKILL:
-        return (f"killed (SIGKILL): the CPU-time limit of {limits.cpu_seconds} s (hard limit +5 s), "
-                f"or the machine ran out of memory")
-    if result.signal in SIGNAL_REASONS:
-        return SIGNAL_REASONS[result.signal]
-    if result.signal:
-        try:
-            return f"ended by signal {signal.Signals(result.signal).name}"
-        except ValueError:                     # a real-time signal has no name of its own
-            return f"ended by signal {result.signal}"
-    if result.exit_code is None:
-        return "ended without an exit status"
-    return f"the process ended with exit status {result.exit_code} (os._exit?)"
-
-
-def human(nbytes):
-    return f"{nbytes / GiB:g} GiB" if nbytes >= GiB else f"{nbytes / MiB:g} MiB" if nbytes >= MiB else f"{nbytes} bytes"
-
-
+    result.reason = reasons.exit_reason(result, limits)

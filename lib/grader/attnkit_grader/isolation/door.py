@@ -48,6 +48,7 @@ from .bwrap import SandboxResult
 from . import slots
 from .limits import Limits, worker_uid
 from .reaping import reap
+from ..results import Message
 
 DOOR_VARIABLE = "ATTNKIT_SANDBOX_DOOR"   # the door program, for the grading process (set by PREFIX/bin/attnkit)
 MAGIC = b"attnkit-door/1"
@@ -201,6 +202,7 @@ def result_frames(result):
     """The reply to a request that ran: result.json, stdout, stderr, then the files the runner sent."""
     fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(SandboxResult)
               if f.name not in ("stdout", "stderr", "files")}
+    fields["reason"] = result.reason.to_json() if result.reason is not None else None     # a Message
     names = list(result.files)
     header = json.dumps({"error": None, "result": fields, "files": names}).encode("utf-8")
     return [(RESULT, header), ("stdout", result.stdout), ("stderr", result.stderr)] + \
@@ -448,6 +450,11 @@ def parse_reply(frames):
     data = dict(frames[1:])
     known = {f.name for f in dataclasses.fields(SandboxResult)} - {"stdout", "stderr", "files"}
     fields = {k: v for k, v in header.get("result", {}).items() if k in known}
+    if fields.get("reason") is not None:
+        try:
+            fields["reason"] = Message.from_json(fields["reason"])
+        except ValueError:
+            raise DoorError("the sandbox door's result holds a reason that is not a message") from None
     return SandboxResult(**fields, stdout=data["stdout"], stderr=data["stderr"], files={n: data[n] for n in names})
 
 

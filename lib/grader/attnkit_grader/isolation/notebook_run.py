@@ -16,8 +16,9 @@ from pathlib import Path
 from attnkit_sandbox import channel, command, remarks
 from attnkit_sandbox.cells import EXPECTED, NOTEBOOK
 
-from ..results import Message
-from .bwrap import CHANNEL, SCRATCH, SandboxResult, human
+from ..results import Message, message
+from .bwrap import CHANNEL, SCRATCH, SandboxResult
+from .reasons import human
 
 # What a scratch folder may hold when a run starts (the runner's inputs), each written by the grading process.
 SCRATCH_FILES = (NOTEBOOK, channel.INPUTS_NPZ, channel.INPUTS_JSON, EXPECTED)
@@ -135,8 +136,8 @@ def combined_reason(result, report, progress, cell_timeout):
         return Message.make(STUCK, step=step or Message.make(UNKNOWN_STEP), seconds=float(cell_timeout))
     if result.reason:
         if step and (result.exit_code not in (None, 0) or result.timed_out or result.output_exceeded):
-            return Message.make(DURING, reason=Message.text(result.reason), step=step)
-        return Message.text(result.reason)          # the sandbox's own words (bwrap.exit_reason)
+            return Message.make(DURING, reason=message(result.reason), step=step)
+        return message(result.reason)               # the sandbox's own words (reasons.exit_reason)
     if report.get("status") == "crashed":
         return Message.make(CRASHED_DURING, step=step) if step else Message.make(CRASHED)
     if report.get("status") == "unreadable-report":

@@ -49,6 +49,7 @@ from .bwrap import (CHANNEL, JAIL, SCRATCH, Sandbox, SandboxResult, SandboxUnava
                     namespace_args, record_exit, tool_path)
 from .cgroups import Cgroup
 from .reaping import reap
+from ..results import Message
 
 # besides the cold sandbox's: the jobs' namespaces and mounts, and their loopback's flags
 ZYGOTE_CAPABILITIES = ("CAP_SYS_ADMIN", "CAP_NET_ADMIN")
@@ -179,7 +180,7 @@ class WarmSandbox:
             try:
                 self.start()
             except ZygoteError as error:
-                return SandboxResult(False, reason=str(error))
+                return SandboxResult(False, reason=Message.text(str(error)))     # the grader's own failure, as it is
         group = Cgroup.create(limits) if self.parents else None
         header = {"argv": [a.replace(CHANNEL, str(zygote.CHANNEL_FD)) for a in job.argv()[3:]],
                   "uid": limits.uid, "limits": dataclasses.asdict(limits),
@@ -197,8 +198,8 @@ class WarmSandbox:
                 zygote.send(self.control, b"J", payload, fds=[w for _, w in pipes])
             except OSError as error:
                 self.close()
-                return SandboxResult(False, reason=f"the warm sandbox's zygote stopped answering ({error})"
-                                                   f"{self.why()}")
+                return SandboxResult(False, reason=Message.text(f"the warm sandbox's zygote stopped answering "
+                                                                f"({error}){self.why()}"))
             finally:
                 for _, w in pipes:
                     os.close(w)
