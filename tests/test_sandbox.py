@@ -21,6 +21,7 @@ import pytest
 
 import attnkit
 import attnkit_assignments
+from attnkit_grader.feedback import translations
 from attnkit_grader.isolation import bwrap as sandbox
 from attnkit_grader.isolation import notebook_run, seccomp, staging, warm
 from attnkit_grader.isolation.notebook_run import remark_message
@@ -333,7 +334,7 @@ def test_runner_reports_unreadable_notebooks(scratch, content, status, reason):
         report = runner.Runner(scratch, assignment="toy", probes="toy_probes").run()
     else:
         report = run_here(scratch, content)
-    assert report["status"] == status and report["reason"].startswith(reason)
+    assert report["status"] == status and str(remark_message(report["reason"])).startswith(reason)
     assert report["probes"]["square"]["error"].startswith("not run: notebook.ipynb")
     assert channel.read_outputs(scratch / "out")[0] == {}
 
@@ -349,13 +350,17 @@ def test_runner_reports_deleted_retyped_and_duplicated_cells(scratch):
     expected = {"square_answer": "code", "scale_answer": "code", "test_square": "code", "test_scale": "code"}
     write(scratch / EXPECTED, {"cells": expected})
     report = run_here(scratch, content)
-    remarks = report["remarks"]
-    assert "cell 5 is not a notebook cell (no cell_type); ignored" in remarks
-    assert "cell 'square_answer' appears 2 times (cells 1, 2): duplicated?" in remarks
-    assert "cell 'scale_answer' is a markdown cell; the release has a code cell: retyped?" in remarks
-    assert "cell 'test_square' is a markdown cell; the release has a code cell: retyped?" in remarks
-    assert "cell 'test_scale' of the release is missing: deleted?" in remarks
-    assert report["reason"] == remarks[0]
+    said = [str(remark_message(remark)) for remark in report["remarks"]]     # templates and values: worded here
+    assert "cell 5 is not a notebook cell (no cell_type); ignored" in said
+    assert "cell 1 ('square_answer') appears 2 times (cells 1, 2): duplicated?" in said
+    assert "cell 3 ('scale_answer') has cell type markdown; the release has code: retyped?" in said
+    assert "cell 4 ('test_square') has cell type markdown; the release has code: retyped?" in said
+    assert "cell 'test_scale' of the release is missing: deleted?" in said
+    assert report["reason"] == report["remarks"][0]
+    for language in ("fr", "zh"):                 # and in the hand-in's language, with no English word left
+        translate = translations(language, "ps1_learnable_pe").gettext
+        shown = " ".join(remark_message(remark).render(translate) for remark in report["remarks"])
+        assert not re.findall(r"\b(?:is|cell|has|appears|times|release|missing|retyped|deleted|ignored|not)\b", shown), shown
     outputs, errors = channel.read_outputs(scratch / "out")
     np.testing.assert_array_equal(outputs["square"]["y"], -np.arange(5.0))
     assert errors["scale"] == "KeyError: 'scale'"
@@ -363,7 +368,15 @@ def test_runner_reports_deleted_retyped_and_duplicated_cells(scratch):
 
 def test_runner_without_release_still_flags_a_retyped_test_cell(scratch):
     report = run_here(scratch, notebook([("markdown", "assert True", "test_square")]))
-    assert report["remarks"] == ["test cell 'test_square' is a markdown cell, not code: retyped?"]
+    assert [str(remark_message(r)) for r in report["remarks"]] == [
+        "cell 1 ('test_square'), a test cell, has cell type markdown, not code: retyped?"]
+
+
+def test_a_cell_type_a_remark_names_is_one_of_the_known_ones(scratch):
+    """A notebook may hold any string as a cell type: a remark names it 'other', never the student's text."""
+    report = run_here(scratch, notebook([("<b>x</b>", "assert True", "test_square")]))
+    assert [str(remark_message(r)) for r in report["remarks"]] == [
+        "cell 1 ('test_square'), a test cell, has cell type other, not code: retyped?"]
 
 
 def test_runner_tolerates_a_missing_probes_module(scratch):
@@ -822,7 +835,6 @@ def test_interpreter_crash_gives_a_reason_and_the_cells_before(box, course, cras
 # --- the runner's remarks: data from the sandbox, worded by the grader ------------------------------------------
 
 def test_a_remark_of_the_runner_reads_in_the_hand_ins_language_with_no_english_word_left():
-    from attnkit_grader.feedback import translations
     sent = [remarks.remark(remarks.TIMEOUT, 5, "pe_answer", seconds=30.0),
             remarks.remark(remarks.MEMORY_LIMIT, 3, None, gib=3.0, error="MemoryError"),
             remarks.remark(remarks.PROCESSES, 2, None, count=64, error="BlockingIOError: no more"),
@@ -867,7 +879,6 @@ def test_a_long_or_multiline_error_in_a_remark_is_one_clipped_printable_line():
 
 
 def test_how_a_run_ended_reads_in_the_hand_ins_language_and_names_only_cells_it_can_check():
-    from attnkit_grader.feedback import translations
     stuck = Message.make(notebook_run.STUCK, step=notebook_run.cell_message(2, "test_x"), seconds=1.0)
     crashed = Message.make(notebook_run.CRASHED_DURING, step=Message.make(notebook_run.PROBE, name="square"))
     assert str(stuck) == "cell 2 ('test_x') ran over the 1 s limit and ignored the interrupt; the run was stopped"
@@ -893,7 +904,6 @@ def _ended(**fields):
 def test_why_a_run_ended_is_worded_in_the_hand_in_s_language(result):
     """The sandbox's exit reasons are message ids: English for the logs, French and Chinese on the feedback page,
     the same after the door's JSON (a door's reply carries its reason as a message, not as English text)."""
-    from attnkit_grader.feedback import translations
     from attnkit_grader.isolation import door, reasons
 
     why = reasons.exit_reason(result, Limits())

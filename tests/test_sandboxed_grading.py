@@ -216,7 +216,7 @@ def test_a_forged_runner_report_cannot_break_the_parent():
     assert [c["index"] for c in cells] == [None, None] and cells[0]["grade_id"] is None
     assert all("\x1b" not in c["error"] and len(c["error"]) <= 200 for c in cells)
     assert list(map(str, cell_issues(report, release, "cell (.* crashed"))) == [
-        "a step the grader could not name raised ValueError: no"]     # no cell number: never 'cell None'
+        "cell 'pe_answer' raised ValueError: no"]     # no usable number: named by its grade_id, never 'cell None'
     assert cell_issues({"cells": "nope", "remarks": None}, release, None) == []
 
 

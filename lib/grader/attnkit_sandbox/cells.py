@@ -9,7 +9,8 @@ import json
 import linecache
 from pathlib import Path
 
-from . import channel
+from . import channel, remarks
+from .remarks import remark
 
 NOTEBOOK = "notebook.ipynb"
 EXPECTED = "expected.json"          # optional, trusted: {"cells": {grade_id: cell_type}} of the release
@@ -25,7 +26,8 @@ def read_cells(path):
     """(cells, remarks, problem): the notebook's cells as dicts, remarks on odd cells, or why there are none.
 
     Each cell: {"index", "cell_type", "source", "grade_id", "nbgrader"}; ``index`` counts from 1 over all
-    cells. ``problem`` is a one-line reason when the file cannot be used at all (then ``cells`` is empty).
+    cells. The remarks and ``problem`` (why the file cannot be used at all; then ``cells`` is empty) are the
+    runner's remarks (:mod:`.remarks`: a template and its values), worded by the grader.
     """
     path = Path(path)
     name = path.name
@@ -33,35 +35,35 @@ def read_cells(path):
         with open(path, "rb") as handle:
             data = handle.read(MAX_NOTEBOOK_BYTES + 1)
     except FileNotFoundError:
-        return [], [], f"{name} is missing"
+        return [], [], remark(remarks.NO_NOTEBOOK, name=name)
     except OSError as error:
-        return [], [], f"{name} cannot be read ({channel.clip_message(error)})"
+        return [], [], remark(remarks.UNREADABLE, name=name, error=channel.clip_message(error))
     if len(data) > MAX_NOTEBOOK_BYTES:
-        return [], [], f"{name} is larger than {MAX_NOTEBOOK_BYTES // 2**20} MiB"
+        return [], [], remark(remarks.TOO_LARGE, name=name, size=MAX_NOTEBOOK_BYTES // 2**20)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        return [], [], f"{name} is not UTF-8 text (byte {error.start})"
+        return [], [], remark(remarks.NOT_UTF8, name=name, byte=error.start)
     if not text.strip():
-        return [], [], f"{name} is empty"
+        return [], [], remark(remarks.EMPTY, name=name)
     try:
         notebook = json.loads(text)
     except json.JSONDecodeError as error:
-        return [], [], f"{name} is not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
+        return [], [], remark(remarks.NOT_JSON, name=name, line=error.lineno, column=error.colno, error=error.msg)
     except RecursionError:
-        return [], [], f"{name} is JSON nested too deeply to read"
+        return [], [], remark(remarks.TOO_DEEP, name=name)
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
-        return [], [], f"{name} is JSON but not a notebook (no list of cells)"
-    cells, remarks = [], []
+        return [], [], remark(remarks.NOT_A_NOTEBOOK, name=name)
+    cells, found = [], []
     for index, cell in enumerate(notebook["cells"], start=1):
         if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
-            remarks.append(f"cell {index} is not a notebook cell (no cell_type); ignored")
+            found.append(remark(remarks.NOT_A_CELL, index))
             continue
         source = cell.get("source", "")
         if isinstance(source, list) and all(isinstance(line, str) for line in source):
             source = "".join(source)
         if not isinstance(source, str):
-            remarks.append(f"cell {index} has a source that is not text; ignored")
+            found.append(remark(remarks.SOURCE_NOT_TEXT, index))
             source = ""
         metadata = cell.get("metadata")
         nbgrader = metadata.get("nbgrader") if isinstance(metadata, dict) else None
@@ -69,32 +71,38 @@ def read_cells(path):
         grade_id = nbgrader.get("grade_id") if isinstance(nbgrader.get("grade_id"), str) else None
         cells.append({"index": index, "cell_type": cell["cell_type"], "source": source,
                       "grade_id": grade_id, "nbgrader": nbgrader})
-    return cells, remarks, None
+    return cells, found, None
 
 
 def structure_remarks(cells, expected=None):
-    """Remarks on duplicated, retyped and (given the release's {grade_id: cell_type}) deleted cells."""
-    remarks, seen = [], {}
+    """Remarks (:mod:`.remarks`) on duplicated, retyped and (given the release's {grade_id: cell_type}) deleted
+    cells."""
+    found, seen = [], {}
     for cell in cells:
         if cell["grade_id"]:
             seen.setdefault(cell["grade_id"], []).append(cell)
     for grade_id, copies in seen.items():
         if len(copies) > 1:
             where = ", ".join(str(c["index"]) for c in copies)
-            remarks.append(f"cell '{grade_id}' appears {len(copies)} times (cells {where}): duplicated?")
+            found.append(remark(remarks.DUPLICATED, copies[0]["index"], grade_id, count=len(copies), where=where))
     for grade_id, copies in seen.items():
         cell = copies[0]
         meta = cell["nbgrader"]
         wanted = (expected or {}).get(grade_id)
         if wanted and cell["cell_type"] != wanted:
-            remarks.append(f"cell '{grade_id}' is a {cell['cell_type']} cell; the release has a {wanted} "
-                           f"cell: retyped?")
+            found.append(remark(remarks.RETYPED, cell["index"], grade_id, kind=cell_type(cell["cell_type"]),
+                                wanted=cell_type(wanted)))
         elif not wanted and meta.get("grade") and not meta.get("solution") and cell["cell_type"] != "code":
-            remarks.append(f"test cell '{grade_id}' is a {cell['cell_type']} cell, not code: retyped?")
+            found.append(remark(remarks.TEST_RETYPED, cell["index"], grade_id, kind=cell_type(cell["cell_type"])))
     for grade_id in expected or {}:
         if grade_id not in seen:
-            remarks.append(f"cell '{grade_id}' of the release is missing: deleted?")
-    return remarks
+            found.append(remark(remarks.MISSING, None, grade_id))
+    return found
+
+
+def cell_type(name):
+    """A cell type as a remark names it: code, markdown, raw, or other (a notebook may hold any string there)."""
+    return name if name in remarks.CELL_TYPES else "other"
 
 
 def expected_cells(notebook):

@@ -154,8 +154,8 @@ class Runner:
         start = time.perf_counter()
         probes, probe_error = self.load_probes()
         inputs = channel.read_inputs(self.scratch)
-        cells, remarks, problem = read_cells(self.scratch / NOTEBOOK)
-        self.report["remarks"] = remarks + structure_remarks(cells, read_expected(self.scratch))
+        cells, odd, problem = read_cells(self.scratch / NOTEBOOK)
+        self.report["remarks"] = odd + structure_remarks(cells, read_expected(self.scratch))
         if problem:
             self.report.update(status="invalid-notebook", reason=problem)
         if self.watchdog:
@@ -297,7 +297,7 @@ class Runner:
             record = {"grade_id": getattr(probe, "grade_id", None)}
             self.report["probes"][name] = record
             if problem:
-                record.update(status="error", error=f"not run: {problem}")
+                record.update(status="error", error="not run: " + problem["template"].format(**problem["args"]))
                 continue
             self.say({"event": "start", "probe": name})
             entry = inputs.get(name, {})

@@ -6,9 +6,9 @@ messages): types are checked, text is clipped, nothing is trusted for points.
 
 import re
 
-from attnkit_sandbox import channel
+from attnkit_sandbox import channel, remarks
 
-from ..isolation.notebook_run import cell_message
+from ..isolation.notebook_run import cell_message, remark_message
 from ..results import Message
 from .base import issues_from_cells
 
@@ -55,15 +55,15 @@ def names_cell(text, number):
 
 def cell_issues(report, release, reason):
     """Remarks on the run (Messages), in the words the nbgrader path uses: timeouts, errors outside test
-    cells, then the runner's own remarks (untrusted text, shown as it is)."""
+    cells, then the runner's own remarks (templates and values from the sandbox, read as hostile)."""
     tests = {grade_id for grade_id, cell in release.graded.items() if cell.kind == "test"}
     outcomes = [(cell_message(cell["index"], cell["grade_id"]), cell["status"], cell.get("grade_id") in tests,
                  Message.make("ran over its time limit") if cell["status"] == "timeout" else cell["error"])
                 for cell in plain_cells(report) if not names_cell(reason, cell["index"])]   # the reason says it
     issues = issues_from_cells(outcomes)
     for remark in report.get("remarks", []) if isinstance(report.get("remarks"), list) else []:
-        if isinstance(remark, str) and "deleted?" not in remark:
-            issue = Message.text(clip(remark, 300))
+        if isinstance(remark, dict) and remark.get("template") != remarks.MISSING:   # the release's cell, put back
+            issue = remark_message(remark)
             if issue not in issues:
                 issues.append(issue)
     return issues

@@ -151,6 +151,7 @@ def combined_reason(result, report, progress, cell_timeout):
 # How the grader words what the runner names by numbers (message ids of the grader's catalog).
 CELL = "cell {index}"
 CELL_NAMED = "cell {index} ('{grade_id}')"
+CELL_ID = "cell '{grade_id}'"
 PROBE = "probe {name}"
 UNKNOWN_STEP = "a step the grader could not name"
 STUCK = "{step} ran over the {seconds:g} s limit and ignored the interrupt; the run was stopped"
@@ -159,7 +160,7 @@ CRASHED = "the run ended before the grader's report was written"
 CRASHED_DURING = "the run ended before the grader's report was written during {step}"
 UNREADABLE_REPORT = "the grader's report was unreadable (not JSON, or over {size})"
 UNREADABLE_REMARK = "the grader's runner sent a remark it never makes; see the run's log"
-TEMPLATES = (CELL, CELL_NAMED, PROBE, UNKNOWN_STEP, STUCK, DURING, CRASHED, CRASHED_DURING, UNREADABLE_REPORT,
+TEMPLATES = (CELL, CELL_NAMED, CELL_ID, PROBE, UNKNOWN_STEP, STUCK, DURING, CRASHED, CRASHED_DURING, UNREADABLE_REPORT,
              UNREADABLE_REMARK)
 
 
@@ -169,6 +170,8 @@ def cell_message(index, grade_id):
     accepted = remarks.accept(remarks.remark(remarks.KILLED, index, grade_id, count=0))
     if accepted is None:
         return Message.make(UNKNOWN_STEP)
+    if index is None:
+        return Message.make(CELL_ID, grade_id=grade_id)            # a cell of the release the notebook lacks
     return (Message.make(CELL_NAMED, index=index, grade_id=grade_id) if accepted[1]["grade_id"]
             else Message.make(CELL, index=index))
 
@@ -180,5 +183,7 @@ def remark_message(data):
     if accepted is None:
         return Message.make(UNREADABLE_REMARK)
     template, args = accepted
+    if "index" not in args:                                         # a remark on the whole notebook
+        return Message.make(template, **args)
     index, grade_id = args.pop("index"), args.pop("grade_id")
     return Message.make(template, cell=cell_message(index, grade_id), **args)
