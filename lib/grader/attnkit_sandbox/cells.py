@@ -17,11 +17,6 @@ EXPECTED = "expected.json"          # optional, trusted: {"cells": {grade_id: ce
 MAX_NOTEBOOK_BYTES = 32 * 2**20
 
 
-def cell_label(index, grade_id=None):
-    """How every message names a cell: "cell 5 ('pe_answer')", or "cell 5" for a cell without a grade id."""
-    return f"cell {index}" + (f" ('{grade_id}')" if isinstance(grade_id, str) and grade_id else "")
-
-
 def read_cells(path):
     """(cells, remarks, problem): the notebook's cells as dicts, remarks on odd cells, or why there are none.
 

@@ -50,7 +50,7 @@ from sqlalchemy.exc import SAWarning
 import attnkit
 import attnkit_sandbox
 from attnkit_sandbox import channel
-from attnkit_sandbox.cells import cell_label, read_cells
+from attnkit_sandbox.cells import read_cells
 
 from .. import authoring, autograded_notebook, feedback, files, judging, locks, registry
 from ..files import remove
@@ -358,7 +358,7 @@ class SandboxAutograder(Pool, Autograder):
                                                       answered=bool(answered.get(grade_id)))
         issues = []
         for number, why in done.skipped:
-            label = cell_label(number, self.grade_id_at(done.report, number))
+            label = notebook_run.cell_message(number, self.grade_id_at(done.report, number))
             issues.append(Message.make("{why}; graded again without that cell", why=why) if names_cell(why, number)
                           else Message.make("{cell}: {why}; graded again without that cell", cell=label, why=why))
         reason = message(done.reason)
