@@ -118,10 +118,12 @@ def shown(assignment, namespaces, edition, root=None):
     return texts
 
 
-def answered_notebook(assignment, bug, root=None):
-    """The released notebook answered with ``bug``'s variant (None: the reference), as a student would hand
-    it in: the variant's code in the first answer cell, the other code answer cells left empty."""
-    notebook = nbformat.read(_root(root) / "release" / assignment / f"{assignment}.ipynb", as_version=4)
+def answered_notebook(assignment, bug, root=None, edition=None):
+    """The released notebook (of ``edition``: "fr", "zh"; None: the English one) answered with ``bug``'s variant
+    (None: the reference), as a student would hand it in: the variant's code in the first answer cell, the other
+    code answer cells left empty."""
+    folder = assignment if edition in (None, "en") else f"{assignment}_{edition}"
+    notebook = nbformat.read(_root(root) / "release" / folder / f"{assignment}.ipynb", as_version=4)
     first = True
     for cell in notebook.cells:
         meta = cell.metadata.get("nbgrader", {})
