@@ -1,6 +1,6 @@
 """The proof of issue 37: a French or Chinese edition's visible checks say nothing in English.
 
-Each edition's released notebook (release/NAME_fr, release/NAME_zh) runs its test cells, in one interpreter per
+Each edition's released notebook (release/NAME_fr, release/NAME_zh) runs its test cells, in one Jupyter kernel per
 edition, on every catalogued mistake (swapped in by the catalogue's harness) and on a set of generic failures (an
 exception, a wrong shape, a wrong dtype, NaN rows, a leaking padding mask); the output must hold none of the
 English words of :data:`ENGLISH` as whole words, once what stays English by design (:data:`ALLOWED`) is taken out.
@@ -11,8 +11,10 @@ Run ``python tests/test_no_english.py`` for the English words found per edition 
 import collections
 import functools
 import inspect
+import os
 import re
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -137,16 +139,85 @@ def runs(assignment):
             + [(f"generic {how}", generic(reference, how)) for how in GENERIC])
 
 
-def found(edition):
-    """Counter of the English words the edition's visible checks print, and {run: words} where any."""
+# What the kernel runs to swap a run's answers in, as the catalogue's harness does (catalogue._answers): a
+# catalogued mistake's variant, or the reference bent by generic() (this module, imported in the kernel).
+SWAP_BUG = """
+_manifest = registry.get({assignment!r})
+_bug = next(bug for bug in _manifest.bugs if bug.name == {name!r})
+globals().update(catalogue._answers(variants.variant(_manifest, _bug)))
+"""
+SWAP_GENERIC = """
+globals().update(catalogue._answers(test_no_english.generic(variants.variant(registry.get({assignment!r}), None),
+                                                            {how!r})))
+"""
+KERNEL_SETUP = f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+import test_no_english
+from attnkit_grader import catalogue, registry
+from attnkit_grader.judging import variants
+"""
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def swaps(assignment):
+    """[(label, code)]: what the kernel runs to put each run's answers in place (the labels of :func:`runs`)."""
+    return ([(bug.name, SWAP_BUG.format(assignment=assignment, name=bug.name)) for bug in registry.get(assignment).bugs]
+            + [(f"generic {how}", SWAP_GENERIC.format(assignment=assignment, how=how)) for how in GENERIC])
+
+
+def in_kernel(edition, work):
+    """{(assignment, label): text}: what each run's test cells print, in one Jupyter kernel for ``edition``,
+    started in a folder named as the student's fetched copy (NAME_fr: the language comes from it, as on a
+    laptop). The released notebook's setup cell runs once per assignment; each run swaps its answers in and
+    runs every test cell, as a student's Run All would; a cell scored 0 shows CellScoredZero as Jupyter does."""
+    from jupyter_client.manager import start_new_kernel
+
+    folder = Path(work) / f"{ASSIGNMENTS[0]}_{edition}"
+    folder.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "ATTNKIT_LANG": "", "PYTHONWARNINGS": "ignore"}
+    manager, client = start_new_kernel(kernel_name="python3", cwd=str(folder), env=env)
+    texts = {}
+
+    def run(code, printed=None):
+        def hook(message):
+            kind, content = message["header"]["msg_type"], message["content"]
+            if printed is None:
+                return
+            if kind == "stream":
+                printed.append(content["text"])
+            elif kind == "error":
+                printed.append(_ANSI.sub("", "\n".join(content["traceback"])) + "\n")
+        reply = client.execute_interactive(code, output_hook=hook, timeout=600)
+        return reply["content"]["status"]
+
+    try:
+        assert run(KERNEL_SETUP) == "ok"
+        for assignment in ASSIGNMENTS:
+            setup, tests = catalogue._release_cells(assignment, None, edition)
+            assert run(setup) == "ok", f"{assignment}: the released setup cell failed in the {edition} kernel"
+            for label, swap in swaps(assignment):
+                assert run(swap) == "ok", (assignment, label)
+                printed = []
+                for _, source in tests:
+                    run(source, printed)
+                texts[assignment, label] = "".join(printed)
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    silent = [key for key, text in texts.items() if "[" not in text]      # every run prints its verdict lines
+    assert not silent, f"runs that printed no verdict in the {edition} kernel: {silent}"
+    return texts
+
+
+def found(edition, work):
+    """Counter of the English words the edition's visible checks print, and {run: (words, text)} where any."""
     counts, where = collections.Counter(), {}
-    for assignment in ASSIGNMENTS:
-        labelled = runs(assignment)
-        for (label, _), text in zip(labelled, catalogue.shown(assignment, [n for _, n in labelled], edition)):
-            words = english_words(text, edition)
-            counts.update(words)
-            if words:
-                where[f"{assignment}: {label}"] = (words, text)
+    for (assignment, label), text in in_kernel(edition, work).items():
+        words = english_words(text, edition)
+        counts.update(words)
+        if words:
+            where[f"{assignment}: {label}"] = (words, text)
     return counts, where
 
 
@@ -165,15 +236,18 @@ def test_a_generic_failure_fails_the_reference_notebook():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("edition", EDITIONS)
-def test_no_english_word_in_a_failing_checks_output(edition):
-    counts, where = found(edition)
+def test_no_english_word_in_a_failing_checks_output(edition, tmp_path):
+    counts, where = found(edition, tmp_path)
     shown = "\n\n".join(f"== {label}: {sorted(set(words))}\n{text}" for label, (words, text) in list(where.items())[:3])
     assert not counts, f"{sum(counts.values())} English words in {edition}: {counts.most_common(30)}\n{shown}"
 
 
 if __name__ == "__main__":
+    import tempfile
+
     for edition in sys.argv[1:] or EDITIONS:
-        counts, where = found(edition)
+        with tempfile.TemporaryDirectory() as work:
+            counts, where = found(edition, work)
         print(f"{edition}: {sum(counts.values())} English words in {len(where)} runs; {counts.most_common(40)}")
         for label, (words, text) in where.items():
             print(f"  {label}: {collections.Counter(words).most_common(8)}")
