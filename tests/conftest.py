@@ -78,3 +78,22 @@ class Clock:
 
     def __call__(self):
         return self.now
+
+
+@pytest.fixture(scope="session")
+def student_wheel(tmp_path_factory):
+    """The student package's wheel, built as environment.yml installs it (`pip wheel . --no-deps`) from a copy of
+    what it is built from (pyproject.toml, README.md, lib/), so no build folder is left in the checkout."""
+    import subprocess
+    import sys
+
+    folder = tmp_path_factory.mktemp("wheel")
+    project = folder / "project"
+    project.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, project / name)
+    shutil.copytree(ROOT / "lib", project / "lib", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--wheel-dir", str(folder / "dist"), str(project)], check=True)
+    (wheel,) = (folder / "dist").glob("attention_kit-*.whl")
+    return wheel

@@ -2,7 +2,6 @@
 catalogs the student wheel ships (attnkit/locale/*/LC_MESSAGES/attnkit_NAME.mo, see the authors' guide)."""
 
 import json
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -76,16 +75,9 @@ def test_a_check_name_must_be_a_str():
 
 
 @pytest.mark.slow
-def test_the_built_wheel_translates_the_test_cells_words(tmp_path):
+def test_the_built_wheel_translates_the_test_cells_words(tmp_path, student_wheel):
     """Installed from the wheel alone (no repository, no grader), a French kernel finds PS2's test cells' words."""
-    project = tmp_path / "project"
-    project.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, project / name)
-    shutil.copytree(ROOT / "lib", project / "lib", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--wheel-dir", str(tmp_path / "dist"), str(project)], check=True)
-    (wheel,) = (tmp_path / "dist").glob("attention_kit-*.whl")
+    wheel = student_wheel
     names = set(zipfile.ZipFile(wheel).namelist())
     for assignment in ASSIGNMENTS:
         for code in catalogs.TRANSLATED:

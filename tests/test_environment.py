@@ -2,7 +2,6 @@
 
 import ast
 import re
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -45,17 +44,10 @@ def test_ci_runs_the_readme_test_command():
 
 
 @pytest.mark.slow
-def test_student_wheel_holds_the_student_package_only(tmp_path):
+def test_student_wheel_holds_the_student_package_only(student_wheel):
     """`pip wheel . --no-deps`, as environment.yml installs it: the student package and its metadata, no
     solution, no judge, no grader or sandbox module, no console script."""
-    project = tmp_path / "project"
-    project.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, project / name)
-    shutil.copytree(ROOT / "lib", project / "lib", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--wheel-dir", str(tmp_path / "dist"), str(project)], check=True)
-    (wheel,) = (tmp_path / "dist").glob("attention_kit-*.whl")
+    wheel = student_wheel
     archive = zipfile.ZipFile(wheel)
     names = archive.namelist()
     assert {"attnkit/__init__.py", "attnkit/attention.py", "attnkit/checking.py"} <= set(names), names
