@@ -283,3 +283,54 @@ def test_the_autograded_copys_verdict_lines_follow_the_hand_ins_language():
     for language, lines in said.items():
         assert verdict_lines(checks, 3.0, language).splitlines() == list(lines), language
     assert verdict_lines((), 1.0, "fr").splitlines()[1] == "aucune vérification automatique n'a été exécutée pour cette cellule"
+
+
+# Validate's error text in Chinese, as it was wrapped inside words ("nn.Paramet/er", "require/s_grad", "int6/4") and
+# with lines starting with ，；： (issue 37).
+CHINESE_ERRORS = (
+    "- 表是一个参数：表是 requires_grad=False 的 nn.Parameter，因此永远不会被训练；表被注册为 buffer，而不是 "
+    "nn.Parameter：它没有梯度，训练永远不会改变它",
+    "- 索引的数据类型：索引是 int32 张量；它用来选取表的行，必须是 int64（torch.long）；或者 "
+    "relative_position_index(4, 6, 2) 的结果：形状应为 (4, 6)，实际为 (6, 4)",
+)
+CLOSING_MARKS = "，。、；：！？）」』》】"
+
+
+def words_of(text):
+    """The Latin words, identifiers and numbers of ``text`` (what a line must never cut)."""
+    import re
+    return re.findall(r"[A-Za-z0-9_.=()\[\],]+", text)
+
+
+@pytest.mark.parametrize("text", CHINESE_ERRORS)
+@pytest.mark.parametrize("width", list(range(31, 61)) + [80])     # 31: the longest word and the indent fit
+def test_chinese_text_wraps_by_display_width_between_words_never_inside_them(text, width):
+    """attnkit.i18n.wrap of Chinese with code in it: every line fits ``width`` columns (a Chinese character takes
+    two), no Latin word, identifier or number is cut, no line starts with closing punctuation or ends with opening
+    punctuation, and nothing but the spaces at the breaks is lost."""
+    from attnkit.text import display_width
+    lines = i18n.wrap(text, width, subsequent_indent="    ")
+    assert all(display_width(line) <= width for line in lines), lines
+    assert not any(line.strip()[0] in CLOSING_MARKS for line in lines), lines
+    assert not any(line.rstrip()[-1] in "（「『《【" for line in lines), lines
+    kept = [word for line in lines for word in words_of(line)]
+    for word in ("nn.Parameter", "requires_grad=False", "int64", "int32", "torch.long", "buffer"):
+        if word in text:
+            assert any(word in piece for piece in kept), (word, lines)
+    assert kept == words_of(" ".join(lines)), lines
+    assert "".join("".join(lines).split()) == "".join(text.split())
+
+
+def test_wrap_breaks_chinese_between_characters_and_english_at_spaces():
+    """Known answers: a Chinese line breaks between two characters, a comma staying with the word before it; a
+    word longer than a line is cut as textwrap cuts it; English text wraps as textwrap does; a width that leaves
+    no room is an error naming the argument."""
+    assert i18n.wrap("表是 nn.Parameter，因此永远不会被训练", 16) == ["表是", "nn.Parameter，因", "此永远不会被训练"]
+    assert i18n.wrap("形状应为 (2, 3)，实际为 (3, 2)", 20) == ["形状应为 (2, 3)，实", "际为 (3, 2)"]
+    assert i18n.wrap("实际为 requires_grad_and_more", 10) == ["实际为", "requires_g", "rad_and_mo", "re"]
+    assert i18n.wrap("表是 nn.Parameter，因此", 12) == ["表是", "nn.Paramete", "r，因此"]
+    english = "the table is an nn.Parameter with requires_grad=False, so it never trains"
+    assert i18n.wrap(english, 30, "  ") == ["the table is an nn.Parameter", "  with requires_grad=False, so",
+                                            "  it never trains"]
+    with pytest.raises(ValueError, match="width"):
+        i18n.wrap("表", 4, subsequent_indent="    ")
