@@ -276,9 +276,9 @@ def test_the_autograded_copys_verdict_lines_follow_the_hand_ins_language():
                    "FAILED 0/1 [structure] the output's shape: the output should have shape (2, 3), got (3, 2)",
                    "passed 2/2 [values] row i is added to position i"),
             "fr": ("Vérifié par le correcteur en dehors du notebook\u00a0: 2 / 3 points",
-                   "ÉCHOUÉE 0/1 [structure] the output's shape: the output : forme attendue (2, 3), obtenue (3, 2)",
+                   "ÉCHOUÉE 0/1 [structure] the output's shape\u00a0: the output : forme attendue (2, 3), obtenue (3, 2)",
                    "réussie 2/2 [valeurs] row i is added to position i"),
-            "zh": ("由评分程序在 notebook 之外检查：2 / 3 分", "未通过 0/1 [结构] the output's shape: the output：形状应为 (2, 3)，实际为 (3, 2)",
+            "zh": ("由评分程序在 notebook 之外检查：2 / 3 分", "未通过 0/1 [结构] the output's shape：the output：形状应为 (2, 3)，实际为 (3, 2)",
                    "通过 2/2 [数值] row i is added to position i")}
     for language, lines in said.items():
         assert verdict_lines(checks, 3.0, language).splitlines() == list(lines), language
@@ -334,3 +334,37 @@ def test_wrap_breaks_chinese_between_characters_and_english_at_spaces():
                                             "  it never trains"]
     with pytest.raises(ValueError, match="width"):
         i18n.wrap("表", 4, subsequent_indent="    ")
+
+
+DISQUALIFIED = {   # how a cell whose code comes from the reference solutions says so, per language
+    "en": ("NOT GRADED: skew comes from the reference solutions (attnkit_assignments.ps2_relative_pe.reference), "
+           "not from your notebook. Only work written in this notebook earns points; this cell scores 0.",
+           "this cell earned 0 of 2 points.\nNot graded: skew comes from"),
+    "fr": ("CELLULE NOTÉE 0\u00a0: skew provient des solutions de référence (attnkit_assignments.ps2_relative_pe."
+           "reference), et non de votre notebook. Seul le travail écrit dans ce notebook rapporte des points\u202f; "
+           "cette cellule obtient 0.", "cette cellule a obtenu 0 point sur 2.\nMotif\u00a0: skew provient"),
+    "zh": ("本单元格记 0 分：skew 来自参考答案（attnkit_assignments.ps2_relative_pe.reference），而不是来自你的 "
+           "notebook。只有在本 notebook 中写出的代码才能得分；本单元格得 0 分。", "此单元格得 0 分（满分 2 分）。\n原因：skew 来自"),
+}
+
+
+@pytest.mark.parametrize("language", ["en", "fr", "zh"])
+def test_a_disqualified_cell_says_why_in_the_students_language_and_not_as_a_check_not_scored(language, capsys):
+    """Code taken from the reference solutions scores the cell 0 (the hidden checks' provenance test): the line and
+    the cell's error say so and why in the student's language, with words other than those of a check marked 'not
+    scored' (which the header explains as shown to help, not counted)."""
+    from attnkit_assignments.ps2_relative_pe import reference
+    from attnkit_grader import registry
+    from attnkit_grader.judging import provenance
+    attnkit.set_language(language)
+    checks = Checks(points=2)
+    assert provenance.check(checks, reference.skew, "skew", registry.get("ps2_relative_pe")) is False
+    with pytest.raises(CellScoredZero) as raised:
+        checks.score()
+    printed = capsys.readouterr().out
+    line, error = DISQUALIFIED[language]
+    assert line in printed and error in str(raised.value), (printed, str(raised.value))
+    not_scored = i18n.translate("not scored", language)
+    assert not_scored.lower() not in (printed + str(raised.value)).lower()
+    if language != "en":
+        assert "reference solutions" not in printed and "Only work" not in printed

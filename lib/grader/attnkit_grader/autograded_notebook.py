@@ -134,6 +134,8 @@ def captured(report, skipped=()):
 CHECKED = N_("Checked by the grader outside the notebook: {earned} / {points} points")
 NO_CHECK = N_("no automatic check ran for this cell")
 PASSED, FAILED = N_("passed"), N_("FAILED")
+# A check's name and its message, joined as each language writes a colon (fr: a no-break space before it; zh: "：").
+SAYS = N_("{check}: {message}")
 KIND_NAMES = {"values": N_("values"), "structure": N_("structure"), "property": N_("property")}
 
 
@@ -150,7 +152,9 @@ def verdict_lines(checks, max_points, language=ENGLISH, assignment=None):
     for check in checks:
         text = f"{gettext(PASSED if check.passed else FAILED)} {check.points:g}/{check.max_points:g} " \
                f"[{gettext(KIND_NAMES[check.kind])}] {plain_text(gettext(check.name) if check.name else '')}"
-        lines.append(text + (f": {plain_text(check.text(translate))}" if check.message else ""))
+        if check.message:
+            text = gettext(SAYS).format(check=text, message=plain_text(check.text(translate)))
+        lines.append(text)
     return clipped("\n".join(lines) + "\n", OUTPUT_CHARS)
 
 
