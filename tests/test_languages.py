@@ -368,3 +368,79 @@ def test_a_disqualified_cell_says_why_in_the_students_language_and_not_as_a_chec
     assert not_scored.lower() not in (printed + str(raised.value)).lower()
     if language != "en":
         assert "reference solutions" not in printed and "Only work" not in printed
+
+
+def chinese_spacing(text):
+    """Where ``text`` has a space between two Chinese characters (Chinese sets a space between its characters and
+    Latin text or numbers, never between two of its own): the places, as 'X Y'."""
+    import re
+    han = r"[\u3400-\u9fff]"
+    return re.findall(f"{han} +{han}", text)
+
+
+def test_the_spacing_finder_finds_a_space_between_chinese_words_only():
+    for wrong in ("实际形状为 未知", "实际为 其他形状", "实际为 其他值", "；或者 表是"):
+        assert chinese_spacing("模块的参数" + wrong), wrong
+    assert chinese_spacing("实际为 (3, 2)，模块 nn.Parameter 的 requires_grad=False；或者表是") == []
+
+
+def zh_templates():
+    """(catalog, msgid, Chinese template) of every catalog of the kit."""
+    import glob
+    from babel.messages.pofile import read_po
+    from test_assignments import ROOT
+    for path in sorted(glob.glob(str(ROOT / "lib" / "**" / "locale" / "zh" / "LC_MESSAGES" / "*.po"), recursive=True)):
+        with open(path, "rb") as file:
+            for message in read_po(file):
+                if message.id and isinstance(message.string, str) and "{" in message.string:
+                    yield Path(path).stem, message.id, message.string
+
+
+def filled(template, chinese):
+    """``template``'s placeholders: a Chinese word (``chinese``) or a shape, numbers where a format spec wants one."""
+    import string
+    return {name: 1.5 if spec else ("其他形状" if chinese else "(3, 2)")
+            for _, name, spec, _ in string.Formatter().parse(template) if name}
+
+
+def test_no_chinese_message_puts_a_space_between_chinese_text_and_a_placeholder_filled_with_chinese():
+    """Every Chinese template of every catalog (the student package's, the grader's, the assignments'), shown
+    through attnkit's Text and the grader's Message with each placeholder filled with Chinese: no space between two
+    Chinese words; filled with a shape, the space before the shape stays."""
+    from attnkit_grader.results import Message
+    templates = list(zh_templates())
+    assert len(templates) > 100
+    found = []
+    for domain, msgid, template in templates:
+        for chinese in (True, False):
+            values = filled(template, chinese)
+            shown = {i18n.fill(template, values), Message(template, tuple(sorted(values.items()))).render()}
+            found += [(domain, msgid, text) for text in shown if chinese_spacing(text)]
+            if not chinese:          # Latin text and numbers keep their space: the same as str.format
+                assert shown == {template.format(**values)}, (domain, msgid, shown)
+    assert not found, found[:10]
+
+
+def test_the_checks_messages_set_no_space_before_a_chinese_value():
+    """The cases seen in Validate's and the feedback page's Chinese text: a shape found 'unknown', 'another shape',
+    'something else', and known mistakes listed with 'or'."""
+    from attnkit_grader import feedback
+    from attnkit_grader.judging.compare import sentence
+    cases = {
+        "ps2_relative_pe": (sentence(
+            "{name} should hold 2 * max_distance + 1 = {rows} rows of head_dim = {head_dim} values "
+            "(max_distance={max_distance}, num_hiddens={num_hiddens}, num_heads={num_heads}), got shape {found}",
+            name="rel_table", rows=5, head_dim=2, max_distance=2, num_hiddens=4, num_heads=2,
+            found=sentence("unknown")), "实际形状为未知"),
+        "ps1_learnable_pe": (sentence("the positional table should have shape (max_len, num_hiddens) = {shape}, got "
+                                      "{found}", shape="(10, 4)", found=sentence("another shape")), "实际为其他形状"),
+    }
+    for assignment, (message, expected) in cases.items():
+        shown = message.render(feedback.translations("zh", assignment).gettext)
+        assert expected in shown and not chinese_spacing(shown), shown
+    shape = sentence("the positional table should have shape (max_len, num_hiddens) = {shape}, got {found}",
+                     shape="(10, 4)", found="(4, 10)")
+    assert "实际为 (4, 10)" in shape.render(feedback.translations("zh", "ps1_learnable_pe").gettext)
+    listed = checking._either(["forward takes the last n rows of the table", "the table is a plain tensor attribute, "
+                               "not an nn.Parameter: the optimizer never sees it"]).render("zh")
+    assert "；或者表是" in listed and not chinese_spacing(listed), listed

@@ -18,6 +18,7 @@ depend on the language. The catalogs are written and compiled with the instructo
 import functools
 import gettext
 import os
+import string
 import textwrap
 
 from .text import display_width
@@ -105,6 +106,38 @@ def N_(template):
     return template
 
 
+_FORMATTER = string.Formatter()
+
+
+def _chinese(character):
+    """A character of Chinese text: a wide (CJK) character that is not an opening or closing mark."""
+    return _wide(character) and character not in CLOSING and character not in OPENING
+
+
+def fill(template, values):
+    """``template.format(**values)``, without the space between Chinese text and a placeholder that is filled
+    with Chinese: "实际为 {got}" gives "实际为 (3, 2)" but "实际为其他形状" (Chinese sets a space between its
+    characters and Latin text or numbers, never between two of its own). Other languages are not changed."""
+    if not isinstance(template, str):
+        raise TypeError(f"template: expected a str, got {type(template).__name__}")
+    parts = []
+    for literal, name, spec, conversion in _FORMATTER.parse(template):
+        if parts and parts[-1][1] and literal[:1] == " " and len(literal) > 1 and _chinese(literal[1]) \
+                and _chinese(parts[-1][0][-1]):
+            literal = literal[1:]                   # "{later} 的" filled with Chinese: no space after it either
+        if name is None:
+            parts.append((literal, False))
+            continue
+        value = _FORMATTER.convert_field(_FORMATTER.get_field(name, (), values)[0], conversion)
+        text = _FORMATTER.format_field(value, _FORMATTER.vformat(spec, (), values) if spec else "")
+        if text and _chinese(text[0]) and literal.endswith(" ") and len(literal) > 1 and _chinese(literal[-2]):
+            literal = literal[:-1]
+        elif text and _chinese(text[0]) and literal == " " and parts and _chinese(parts[-1][0][-1:] or "a"):
+            literal = ""
+        parts += [(literal, False), (text, bool(text))]
+    return "".join(text for text, _ in parts)
+
+
 class Text:
     """A sentence as data: an English ``template`` with named ``{placeholders}`` and their values (a value
     may itself be a Text, rendered in the same language). ``str()`` is the English text."""
@@ -121,8 +154,8 @@ class Text:
         template = translate(self.template, code)
         if not self.args:
             return template
-        return template.format(**{name: value.render(code) if isinstance(value, Text) else value
-                                  for name, value in self.args.items()})
+        return fill(template, {name: value.render(code) if isinstance(value, Text) else value
+                               for name, value in self.args.items()})
 
     def __str__(self):
         return self.render(ENGLISH)
