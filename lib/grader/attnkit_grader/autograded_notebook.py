@@ -40,6 +40,7 @@ from nbconvert.filters import strip_ansi
 from attnkit.i18n import N_
 
 from . import feedback, files
+from .offline import LANGUAGE_KEY
 from .editions import ENGLISH
 from .release_cells import grade_id_of
 
@@ -253,7 +254,9 @@ def notebook(release, data, result, language=ENGLISH):
             new = nbformat.v4.new_raw_cell(source, metadata=metadata)
         new.id = unique_id(text_of(cell.get("id")), index, cell_ids)
         copied.append(new)
-    result = nbformat.v4.new_notebook(cells=copied, metadata=copy.deepcopy(release.notebook.get("metadata", {})))
+    metadata = copy.deepcopy(release.notebook.get("metadata", {}))
+    metadata[LANGUAGE_KEY] = {"language": language}        # nbgrader's feedback page is written in it (offline)
+    result = nbformat.v4.new_notebook(cells=copied, metadata=metadata)
     nbformat.validate(result)
     return result
 

@@ -213,10 +213,13 @@ def _found(domain):
         yield from ((m, Path(module.__file__)) for m in _python(module.__file__, {"N_": None, "make": None,
                                                                                   "Fail": None, "sentence": None,
                                                                                   "_": None}))
-    for source, module in ((feedback.SOURCE, feedback), (render.BODY_SOURCE, render), (render.PAGE_SOURCE, render)):
+    from . import offline
+    for source, where in ((feedback.SOURCE, feedback.__file__), (render.BODY_SOURCE, render.__file__),
+                          (render.PAGE_SOURCE, render.__file__),
+                          (offline.template_source(), offline.TEMPLATES / offline.TEMPLATE / "index.html.j2")):
         template = io.BytesIO(source.encode("utf-8"))
         for _, _, message, _ in jinja2.ext.babel_extract(template, ("_", "gettext"), (), {}):
-            yield (message[0] if isinstance(message, tuple) else message), Path(module.__file__)
+            yield (message[0] if isinstance(message, tuple) else message), Path(where)
     # The runner's remarks, which it sends as templates and values from the sandbox, and how the grader names a cell
     from attnkit_sandbox import remarks
     from .isolation import notebook_run
