@@ -235,8 +235,8 @@ class Checks:
         return sum(p for _, p, m, k in self.results if m is None and k != "values")
 
 
-# Why the hidden checks do not grade an object of the notebook (attnkit_grader.judging.provenance decides it in the
-# kernel, under plain nbgrader): said in the notebook, so in the student's language. {what}: the object's name and
+# Why the hidden checks do not grade an object of the notebook (the instructor's grader decides it in the kernel,
+# under plain nbgrader, where the object came from): said in the notebook, so in the student's language. {what}: the object's name and
 # the function's, as code names them.
 NOT_WRITTEN_HERE = {
     "solutions": N_("{what} comes from the reference solutions ({module}), not from your notebook"),

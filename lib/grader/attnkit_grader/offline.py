@@ -40,6 +40,10 @@ from xml.etree import ElementTree
 from bs4 import BeautifulSoup, NavigableString
 from nbconvert.exporters import HTMLExporter
 
+from . import feedback
+from .editions import ENGLISH, LANGUAGES
+from .feedback import POLICY
+
 __all__ = ["EXPORTER", "FeedbackExporter", "MATHJAX_VARIABLE", "finish", "finish_files", "mathjax", "typeset",
            "typeset_in"]
 
@@ -47,7 +51,6 @@ EXPORTER = "attnkit_grader.offline.FeedbackExporter"   # GenerateFeedback.export
 
 MATHJAX_VARIABLE = "ATTNKIT_MATHJAX"   # the mathjax npm package's folder, if not under the environment's share/
 TIMEOUT = 120                          # seconds for Node.js to typeset one page's formulas
-POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 STYLE = """
 pre, .output_area pre, .output_text pre { white-space: pre-wrap; overflow-wrap: anywhere; word-break: normal; }
 mjx-container { display: inline-block; }
@@ -271,11 +274,9 @@ class FeedbackExporter(HTMLExporter):
 
     def language(self, nb, resources):
         """The hand-in's language: the one the sandboxed grader wrote into the autograded copy (its metadata's
-        ``attnkit.language``), else :func:`attnkit_grader.feedback.language` of its folder in submitted/ (what
+        ``LANGUAGE_KEY`` entry), else :func:`attnkit_grader.feedback.language` of its folder in submitted/ (what
         collect recorded, else the edition's name: an assignment NAME_fr), found from nbgrader's resources (the
         student, the assignment, and the course root of the configuration or the autograded copy's folder)."""
-        from . import feedback
-        from .editions import ENGLISH, LANGUAGES
         marked = nb.get("metadata", {}).get(LANGUAGE_KEY, {})
         marked = marked.get("language") if isinstance(marked, dict) else None
         if marked == ENGLISH or marked in LANGUAGES:
@@ -293,7 +294,6 @@ class FeedbackExporter(HTMLExporter):
 
     def from_notebook_node(self, nb, resources=None, **kw):
         if self.template_name == TEMPLATE:
-            from . import feedback
             code = self.language(nb, resources)
             words = feedback.translations(code)
 
