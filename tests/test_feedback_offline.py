@@ -233,3 +233,17 @@ def test_an_unmarked_copy_takes_the_editions_language_from_its_folder(tmp_path, 
     exporter.config = Config({"CourseDirectory": {"root": str(tmp_path)}})
     assert exporter.language(graded_copy(), {"nbgrader": {"student": "ada", "assignment": "ps1_learnable_pe"}}) == "zh"
     assert exporter.language(graded_copy("fr"), {"nbgrader": {"student": "ada", "assignment": "x"}}) == "fr"
+
+
+def test_without_mathjax_the_note_is_in_the_pages_language(tmp_path, monkeypatch):
+    """The note saying why formulas are left as TeX is in the language of the page (its <html lang>, which the kit's
+    feedback template sets to the hand-in's)."""
+    monkeypatch.setenv(offline.MATHJAX_VARIABLE, str(tmp_path / "no-mathjax"))
+    said = {"fr": "Les formules de cette page sont affichées en source TeX", "zh": "本页中的公式以 TeX 源码显示",
+            "en": offline.NO_MATHJAX}
+    for language, note in said.items():
+        text, typeset = offline.finish(PAGE.replace("<html>", f'<html lang="{language}">'))
+        assert not typeset and note in text, (language, text[:600])
+        if language != "en":
+            assert offline.NO_MATHJAX not in text
+    assert offline.NO_MATHJAX in offline.finish(PAGE)[0]            # no language said: English

@@ -206,14 +206,13 @@ def _found(domain):
             shipped = PACKAGE / "worked" / f"{name}.json"        # where the student's copy comes from:
             yield from ((bug.says, shipped) for bug in registry.get(name).bugs)   # no grader path in the edition
         return
-    from . import autograded_notebook, feedback, insight
+    from . import autograded_notebook, feedback, insight, offline
     from .insight import render
     from .judging import compare, engine, variants
-    for module in (engine, variants, feedback, compare, autograded_notebook, render, insight):
+    for module in (engine, variants, feedback, compare, autograded_notebook, render, insight, offline):
         yield from ((m, Path(module.__file__)) for m in _python(module.__file__, {"N_": None, "make": None,
                                                                                   "Fail": None, "sentence": None,
                                                                                   "_": None}))
-    from . import offline
     for source, where in ((feedback.SOURCE, feedback.__file__), (render.BODY_SOURCE, render.__file__),
                           (render.PAGE_SOURCE, render.__file__),
                           (offline.template_source(), offline.TEMPLATES / offline.TEMPLATE / "index.html.j2")):

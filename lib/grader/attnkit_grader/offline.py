@@ -38,6 +38,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 from bs4 import BeautifulSoup, NavigableString
+from attnkit.i18n import N_
 from nbconvert.exporters import HTMLExporter
 
 from . import feedback
@@ -60,7 +61,7 @@ mjx-container svg { overflow: visible; }
 """
 WHERE = (f"make setup installs it with npm into the environment's share/attnkit/node_modules; or set "
          f"{MATHJAX_VARIABLE} to a mathjax package folder, with Node.js on the PATH")
-NO_MATHJAX = ("The formulas on this page are shown as TeX source: MathJax (Node.js with the npm package mathjax) "
+NO_MATHJAX = N_("The formulas on this page are shown as TeX source: MathJax (Node.js with the npm package mathjax) "
               "was not found where this page was written.")
 NOTE = "attnkit-offline-note"
 SKIPPED = {"script", "style", "pre", "code", "textarea", "svg", "mjx-container", "title"}
@@ -203,7 +204,9 @@ def _finish(soup, svgs):
     head.append(style)
     if seen and not typeset_all:
         note = soup.new_tag("p", attrs={"class": NOTE})
-        note.string = NO_MATHJAX
+        language = soup.html.get("lang") if soup.html is not None else None
+        words = feedback.translations(language if language in LANGUAGES else ENGLISH)
+        note.string = words.gettext(NO_MATHJAX)       # in the page's language (<html lang>, the kit's pages set it)
         (soup.body or soup).insert(0, note)
     text = str(soup)
     for token, svg in placed.items():
