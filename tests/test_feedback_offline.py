@@ -121,6 +121,16 @@ def test_nbgraders_own_generate_feedback_writes_the_finished_page(tmp_path):
     assert "<script" not in text and "cdnjs" not in text and "$$" not in text
     assert len(svgs(text)) >= 6 and offline.typeset_in(page) and offline.POLICY in text
     assert len(svgs(first)) == len(svgs(text))
+    assert '<html lang="en">' in text and "Test cell</a> (Score: " in text
+    # The same hand-in recorded by collect as a French one: nbgrader's frame in French.
+    (root / "submitted" / "bug_no_clip" / "ps2_relative_pe" / "collect.json").write_text('{"language": "fr"}')
+    done = subprocess.run([sys.executable, "-m", "nbgrader", "generate_feedback", "ps2_relative_pe", "--student",
+                           "bug_no_clip", "--force"], cwd=root, capture_output=True, text=True, timeout=600,
+                          env={**__import__("os").environ, "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    french = page.read_text(encoding="utf-8")
+    assert '<html lang="fr">' in french and "Cellule de test</a> (Note\u00a0: " in french
+    assert "Test cell</a>" not in french and "(Score: " not in french        # the notebook itself is English
 
 
 # ------------------------------------------------------------------------------------- nbgrader's frame, per language
