@@ -129,7 +129,7 @@ def test_nbgraders_own_generate_feedback_writes_the_finished_page(tmp_path):
                           env={**__import__("os").environ, "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr[-2000:]
     french = page.read_text(encoding="utf-8")
-    assert '<html lang="fr">' in french and "Cellule de test</a> (Note\u00a0: " in french
+    assert '<html lang="fr">' in french and "Cellule de test</a> (note\u00a0: " in french
     assert "Test cell</a>" not in french and "(Score: " not in french        # the notebook itself is English
 
 
@@ -201,13 +201,14 @@ def visible_text(html):
 
 
 SAID = {   # nbgrader's frame as the page says it, per language
-    "en": ('<html lang="en">', "ps1_learnable_pe (Score: 1.5 / 3.0)", "Test cell", "Written response", "Comments:",
+    "en": ('<html lang="en">', "ps1_learnable_pe (Score: 1.5 / 3.0)", "Test cell</a> (Score: 0.0 / 1.0)",
+           "Written response</a> (Score: 1.5 / 2.0)", "Comments:",
            "Student's answer", "(Top)", "Late submission penalty (Score: -0.5)"),
     "fr": ('<html lang="fr">', "ps1_learnable_pe (note\u00a0: 1.5 / 3.0)", "Cellule de test", "Réponse écrite",
            "Commentaires\u00a0:", "Votre réponse", "(Haut de page)", "Pénalité de retard (note\u00a0: -0.5)",
-           "Vérifié par le correcteur en dehors du notebook\u00a0: 0 / 1 points"),
+           "Vérifié par le correcteur en dehors du notebook\u00a0: 0 / 1 points", "Cellule de test</a> (note\u00a0: 0.0 / 1.0)"),
     "zh": ('<html lang="zh">', "ps1_learnable_pe（得分：1.5 / 3.0）", "测试单元格", "书面回答", "评语：", "你的答案",
-           "（回到顶部）", "迟交扣分（得分：-0.5）", "由评分程序在 notebook 之外检查：0 / 1 分"),
+           "（回到顶部）", "迟交扣分（得分：-0.5）", "由评分程序在 notebook 之外检查：0 / 1 分", "测试单元格</a>（得分：0.0 / 1.0）"),
 }
 
 
