@@ -258,3 +258,18 @@ def test_without_mathjax_the_note_is_in_the_pages_language(tmp_path, monkeypatch
         if language != "en":
             assert offline.NO_MATHJAX not in text
     assert offline.NO_MATHJAX in offline.finish(PAGE)[0]            # no language said: English
+
+
+def test_the_exporter_finds_the_course_from_the_autograded_copys_folder(tmp_path):
+    """Without a course root in the configuration (the Formgrader's exporter): the copy's folder,
+    autograded/STUDENT/ASSIGNMENT, names the course, whose submitted/ folder holds what collect recorded; a path
+    too short for that is English, not an error."""
+    folder = tmp_path / "submitted" / "ada" / "ps1_learnable_pe"
+    folder.mkdir(parents=True)
+    (folder / "collect.json").write_text('{"language": "fr"}')
+    exporter = nbgrader_exporter()
+    ids = {"student": "ada", "assignment": "ps1_learnable_pe"}
+    copy = str(tmp_path / "autograded" / "ada" / "ps1_learnable_pe")
+    assert exporter.language(graded_copy(), {"nbgrader": ids, "metadata": {"path": copy}}) == "fr"
+    assert exporter.language(graded_copy(), {"nbgrader": ids, "metadata": {"path": "x"}}) == "en"
+    assert exporter.language(graded_copy(), {}) == "en"

@@ -292,7 +292,8 @@ class FeedbackExporter(HTMLExporter):
         root = course.get("root") or None
         if root is None:
             path = (resources or {}).get("metadata", {}).get("path")          # autograded/STUDENT/ASSIGNMENT
-            root = Path(path).resolve().parents[2] if path else Path(".")
+            parents = Path(path).resolve().parents if path else ()
+            root = parents[2] if len(parents) > 2 else Path(".")
         return feedback.language(Path(root) / course.get("submitted_directory", "submitted") / student / assignment)
 
     def from_notebook_node(self, nb, resources=None, **kw):
