@@ -77,6 +77,32 @@ def test_guillemets_without_any_space_are_reported():
     assert len(problems) == 2 and all("without its no-break space" in p for p in problems), problems
 
 
+CATALOGS = sorted((ROOT / "lib").glob("**/locale/fr/LC_MESSAGES/*.po"))
+
+
+def french_messages(path):
+    """The French translations of the catalog at ``path`` (what a student reads in a notebook or on a page)."""
+    from babel.messages.pofile import read_po
+    with open(path, "rb") as file:
+        return [m.string for m in read_po(file) if m.id and isinstance(m.string, str) and m.string]
+
+
+@pytest.mark.parametrize("path", CATALOGS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_french_catalogs_use_no_break_spaces(path):
+    """The messages the checks, the verdict lines and the feedback page print in French: a no-break space before
+    : ; ! ? and inside « », and no mark glued to the word before it (the verdict line's "name : message"
+    among them)."""
+    problems = [f"{message!r}: {problem}" for message in french_messages(path)
+                for problem in typography_problems(message)]
+    glued = [message for message in french_messages(path) if re.search(r"[^\W\d_][:;!?](\s|$)", message)]
+    assert not problems and not glued, problems + glued
+
+
+def test_the_french_catalogs_are_found_and_a_colon_without_its_space_is_reported():
+    assert len(CATALOGS) >= 4, CATALOGS
+    assert typography_problems("{check} : {message}") and not typography_problems("{check}\u00a0: {message}")
+
+
 # ------------------------------------------------------------------------------------------- the fixer
 
 def typeset(markdown):

@@ -276,10 +276,171 @@ def test_the_autograded_copys_verdict_lines_follow_the_hand_ins_language():
                    "FAILED 0/1 [structure] the output's shape: the output should have shape (2, 3), got (3, 2)",
                    "passed 2/2 [values] row i is added to position i"),
             "fr": ("Vérifié par le correcteur en dehors du notebook\u00a0: 2 / 3 points",
-                   "ÉCHOUÉE 0/1 [structure] the output's shape: the output : forme attendue (2, 3), obtenue (3, 2)",
+                   "ÉCHOUÉE 0/1 [structure] the output's shape\u00a0: the output : forme attendue (2, 3), obtenue (3, 2)",
                    "réussie 2/2 [valeurs] row i is added to position i"),
-            "zh": ("由评分程序在 notebook 之外检查：2 / 3 分", "未通过 0/1 [结构] the output's shape: the output：形状应为 (2, 3)，实际为 (3, 2)",
+            "zh": ("由评分程序在 notebook 之外检查：2 / 3 分", "未通过 0/1 [结构] the output's shape：the output：形状应为 (2, 3)，实际为 (3, 2)",
                    "通过 2/2 [数值] row i is added to position i")}
     for language, lines in said.items():
         assert verdict_lines(checks, 3.0, language).splitlines() == list(lines), language
     assert verdict_lines((), 1.0, "fr").splitlines()[1] == "aucune vérification automatique n'a été exécutée pour cette cellule"
+
+
+# Validate's error text in Chinese, as it was wrapped inside words ("nn.Paramet/er", "require/s_grad", "int6/4") and
+# with lines starting with ，；： (issue 37).
+CHINESE_ERRORS = (
+    "- 表是一个参数：表是 requires_grad=False 的 nn.Parameter，因此永远不会被训练；表被注册为 buffer，而不是 "
+    "nn.Parameter：它没有梯度，训练永远不会改变它",
+    "- 索引的数据类型：索引是 int32 张量；它用来选取表的行，必须是 int64（torch.long）；或者 "
+    "relative_position_index(4, 6, 2) 的结果：形状应为 (4, 6)，实际为 (6, 4)",
+)
+CLOSING_MARKS = "，。、；：！？）」』》】"
+
+
+def words_of(text):
+    """The Latin words, identifiers and numbers of ``text`` (what a line must never cut)."""
+    import re
+    return re.findall(r"[A-Za-z0-9_.=()\[\],]+", text)
+
+
+@pytest.mark.parametrize("text", CHINESE_ERRORS)
+@pytest.mark.parametrize("width", list(range(31, 61)) + [80])     # 31: the longest word and the indent fit
+def test_chinese_text_wraps_by_display_width_between_words_never_inside_them(text, width):
+    """attnkit.i18n.wrap of Chinese with code in it: every line fits ``width`` columns (a Chinese character takes
+    two), no Latin word, identifier or number is cut, no line starts with closing punctuation or ends with opening
+    punctuation, and nothing but the spaces at the breaks is lost."""
+    from attnkit.text import display_width
+    lines = i18n.wrap(text, width, subsequent_indent="    ")
+    assert all(display_width(line) <= width for line in lines), lines
+    assert not any(line.strip()[0] in CLOSING_MARKS for line in lines), lines
+    assert not any(line.rstrip()[-1] in "（「『《【" for line in lines), lines
+    kept = [word for line in lines for word in words_of(line)]
+    for word in ("nn.Parameter", "requires_grad=False", "int64", "int32", "torch.long", "buffer"):
+        if word in text:
+            assert any(word in piece for piece in kept), (word, lines)
+    assert kept == words_of(" ".join(lines)), lines
+    assert "".join("".join(lines).split()) == "".join(text.split())
+
+
+def test_wrap_breaks_chinese_between_characters_and_english_at_spaces():
+    """Known answers: a Chinese line breaks between two characters, a comma staying with the word before it; a
+    word longer than a line is cut as textwrap cuts it; English text wraps as textwrap does; a width that leaves
+    no room is an error naming the argument."""
+    assert i18n.wrap("表是 nn.Parameter，因此永远不会被训练", 16) == ["表是", "nn.Parameter，因", "此永远不会被训练"]
+    assert i18n.wrap("形状应为 (2, 3)，实际为 (3, 2)", 20) == ["形状应为 (2, 3)，实", "际为 (3, 2)"]
+    assert i18n.wrap("实际为 requires_grad_and_more", 10) == ["实际为", "requires_g", "rad_and_mo", "re"]
+    assert i18n.wrap("表是 nn.Parameter，因此", 12) == ["表是", "nn.Paramete", "r，因此"]
+    english = "the table is an nn.Parameter with requires_grad=False, so it never trains"
+    assert i18n.wrap(english, 30, "  ") == ["the table is an nn.Parameter", "  with requires_grad=False, so",
+                                            "  it never trains"]
+    with pytest.raises(ValueError, match="width"):
+        i18n.wrap("表", 4, subsequent_indent="    ")
+
+
+DISQUALIFIED = {   # how a cell whose code comes from the reference solutions says so, per language
+    "en": ("NOT GRADED: skew comes from the reference solutions (attnkit_assignments.ps2_relative_pe.reference), "
+           "not from your notebook. Only work written in this notebook earns points; this cell scores 0.",
+           "this cell earned 0 of 2 points.\nNot graded: skew comes from"),
+    "fr": ("CELLULE NOTÉE 0\u00a0: skew provient des solutions de référence (attnkit_assignments.ps2_relative_pe."
+           "reference), et non de votre notebook. Seul le travail écrit dans ce notebook rapporte des points\u202f; "
+           "cette cellule obtient 0.", "cette cellule a obtenu 0 point sur 2.\nMotif\u00a0: skew provient"),
+    "zh": ("本单元格记 0 分：skew 来自参考答案（attnkit_assignments.ps2_relative_pe.reference），而不是来自你的 "
+           "notebook。只有在本 notebook 中写出的代码才能得分；本单元格得 0 分。", "此单元格得 0 分（满分 2 分）。\n原因：skew 来自"),
+}
+
+
+@pytest.mark.parametrize("language", ["en", "fr", "zh"])
+def test_a_disqualified_cell_says_why_in_the_students_language_and_not_as_a_check_not_scored(language, capsys):
+    """Code taken from the reference solutions scores the cell 0 (the hidden checks' provenance test): the line and
+    the cell's error say so and why in the student's language, with words other than those of a check marked 'not
+    scored' (which the header explains as shown to help, not counted)."""
+    from attnkit_assignments.ps2_relative_pe import reference
+    from attnkit_grader import registry
+    from attnkit_grader.judging import provenance
+    attnkit.set_language(language)
+    checks = Checks(points=2)
+    assert provenance.check(checks, reference.skew, "skew", registry.get("ps2_relative_pe")) is False
+    with pytest.raises(CellScoredZero) as raised:
+        checks.score()
+    printed = capsys.readouterr().out
+    line, error = DISQUALIFIED[language]
+    assert line in printed and error in str(raised.value), (printed, str(raised.value))
+    not_scored = i18n.translate("not scored", language)
+    assert not_scored.lower() not in (printed + str(raised.value)).lower()
+    if language != "en":
+        assert "reference solutions" not in printed and "Only work" not in printed
+
+
+def chinese_spacing(text):
+    """Where ``text`` has a space between two Chinese characters (Chinese sets a space between its characters and
+    Latin text or numbers, never between two of its own): the places, as 'X Y'."""
+    import re
+    han = r"[\u3400-\u9fff]"
+    return re.findall(f"{han} +{han}", text)
+
+
+def test_the_spacing_finder_finds_a_space_between_chinese_words_only():
+    for wrong in ("实际形状为 未知", "实际为 其他形状", "实际为 其他值", "；或者 表是"):
+        assert chinese_spacing("模块的参数" + wrong), wrong
+    assert chinese_spacing("实际为 (3, 2)，模块 nn.Parameter 的 requires_grad=False；或者表是") == []
+
+
+def zh_templates():
+    """(catalog, msgid, Chinese template) of every catalog of the kit."""
+    import glob
+    from babel.messages.pofile import read_po
+    from test_assignments import ROOT
+    for path in sorted(glob.glob(str(ROOT / "lib" / "**" / "locale" / "zh" / "LC_MESSAGES" / "*.po"), recursive=True)):
+        with open(path, "rb") as file:
+            for message in read_po(file):
+                if message.id and isinstance(message.string, str) and "{" in message.string:
+                    yield Path(path).stem, message.id, message.string
+
+
+def filled(template, chinese):
+    """``template``'s placeholders: a Chinese word (``chinese``) or a shape, numbers where a format spec wants one."""
+    import string
+    return {name: 1.5 if spec else ("其他形状" if chinese else "(3, 2)")
+            for _, name, spec, _ in string.Formatter().parse(template) if name}
+
+
+def test_no_chinese_message_puts_a_space_between_chinese_text_and_a_placeholder_filled_with_chinese():
+    """Every Chinese template of every catalog (the student package's, the grader's, the assignments'), shown
+    through attnkit's Text and the grader's Message with each placeholder filled with Chinese: no space between two
+    Chinese words; filled with a shape, the space before the shape stays."""
+    from attnkit_grader.results import Message
+    templates = list(zh_templates())
+    assert len(templates) > 100
+    found = []
+    for domain, msgid, template in templates:
+        for chinese in (True, False):
+            values = filled(template, chinese)
+            shown = {i18n.fill(template, values), Message(template, tuple(sorted(values.items()))).render()}
+            found += [(domain, msgid, text) for text in shown if chinese_spacing(text)]
+            if not chinese:          # Latin text and numbers keep their space: the same as str.format
+                assert shown == {template.format(**values)}, (domain, msgid, shown)
+    assert not found, found[:10]
+
+
+def test_the_checks_messages_set_no_space_before_a_chinese_value():
+    """The cases seen in Validate's and the feedback page's Chinese text: a shape found 'unknown', 'another shape',
+    'something else', and known mistakes listed with 'or'."""
+    from attnkit_grader import feedback
+    from attnkit_grader.judging.compare import sentence
+    cases = {
+        "ps2_relative_pe": (sentence(
+            "{name} should hold 2 * max_distance + 1 = {rows} rows of head_dim = {head_dim} values "
+            "(max_distance={max_distance}, num_hiddens={num_hiddens}, num_heads={num_heads}), got shape {found}",
+            name="rel_table", rows=5, head_dim=2, max_distance=2, num_hiddens=4, num_heads=2,
+            found=sentence("unknown")), "实际形状为未知"),
+        "ps1_learnable_pe": (sentence("the positional table should have shape (max_len, num_hiddens) = {shape}, got "
+                                      "{found}", shape="(10, 4)", found=sentence("another shape")), "实际为其他形状"),
+    }
+    for assignment, (message, expected) in cases.items():
+        shown = message.render(feedback.translations("zh", assignment).gettext)
+        assert expected in shown and not chinese_spacing(shown), shown
+    shape = sentence("the positional table should have shape (max_len, num_hiddens) = {shape}, got {found}",
+                     shape="(10, 4)", found="(4, 10)")
+    assert "实际为 (4, 10)" in shape.render(feedback.translations("zh", "ps1_learnable_pe").gettext)
+    listed = checking._either(["forward takes the last n rows of the table", "the table is a plain tensor attribute, "
+                               "not an nn.Parameter: the optimizer never sees it"]).render("zh")
+    assert "；或者表是" in listed and not chinese_spacing(listed), listed

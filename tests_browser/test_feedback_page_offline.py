@@ -2,7 +2,9 @@
 (as JupyterLab's HTML viewer shows an untrusted page): every formula drawn, no request made, no verdict line cut at the
 right edge. The page is nbgrader's own feedback template over problem set 2's solved release, with one failing
 check's line as the grader writes it. Then the same page for a hand-in of the Chinese edition, its verdicts judged
-on a known mistake, read in Chinese. Screenshots: build/browser-artifacts/feedback-offline.png, feedback-zh.png.
+on a known mistake, read in Chinese, and for one of the French edition, in French, through the kit's exporter: nbgrader's frame too.
+Screenshots: build/browser-artifacts/feedback-offline.png, feedback-zh.png, feedback-fr.png (the verdicts),
+feedback-zh-frame.png, feedback-fr-frame.png (the score and the table of contents).
 """
 
 import os
@@ -22,9 +24,11 @@ VERDICT = ("FAIL [0/1] relative_position_index(4, 6, 2) is the matrix shown in t
            "so every distance has the wrong sign\n")
 
 
-def nbgrader_feedback_page(verdict=VERDICT):
+def nbgrader_feedback_page(verdict=VERDICT, language=None):
     """The HTML nbgrader's generate_feedback writes for the solved release of problem set 2 (its template, its
-    preprocessors' resources), the first test cell's output ``verdict`` (a failing one)."""
+    preprocessors' resources), the first test cell's output ``verdict`` (a failing one). ``language``: a hand-in of
+    that edition, written through the kit's exporter (attnkit_grader.offline, as nbgrader_config.py sets it) from
+    the copy the sandboxed grader marks with the hand-in's language; None: nbgrader's own HTML exporter."""
     notebook = nbformat.read(ROOT / "examples" / "example_class" / "ref_solution" / "ps2_relative_pe" /
                              "ps2_relative_pe.ipynb", as_version=4)
     for cell in notebook.cells:
@@ -39,7 +43,9 @@ def nbgrader_feedback_page(verdict=VERDICT):
     config.HTMLExporter.extra_template_basedirs = [os.path.join(templates, "templates")]
     config.HTMLExporter.extra_template_paths = [os.path.join(templates, "static", "node_modules", "bootstrap", "dist",
                                                              "css")]
-    exporter = HTMLExporter(config=config)
+    if language is not None:
+        notebook.metadata[offline.LANGUAGE_KEY] = {"language": language}
+    exporter = (HTMLExporter if language is None else offline.FeedbackExporter)(config=config)
     exporter.register_preprocessor(CSSHTMLHeaderPreprocessor, enabled=True)
     page, _ = exporter.from_notebook_node(notebook, resources={"nbgrader": {
         "notebook": "ps2_relative_pe", "score": 20, "max_score": 20, "late_penalty": 0}})
@@ -83,7 +89,7 @@ def test_a_chinese_hand_ins_feedback_page_reads_in_chinese(tmp_path, browser):
     checks = catalogue.graded(manifest.name, variants.variant(manifest, bug))["test_index"]
     assert not all(check.passed for check in checks)
     verdict = verdict_lines(checks, sum(check.max_points for check in checks), "zh", manifest.name)
-    text, _ = offline.finish(nbgrader_feedback_page(verdict))
+    text = nbgrader_feedback_page(verdict, "zh")
     path = tmp_path / "ps2_relative_pe.html"
     path.write_text(text, encoding="utf-8")
     with offline_page(browser, path, 51) as page:
@@ -91,9 +97,40 @@ def test_a_chinese_hand_ins_feedback_page_reads_in_chinese(tmp_path, browser):
         shown_verdict.scroll_into_view_if_needed()
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "feedback-zh.png"))
+        page.locator("#toc").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "feedback-zh-frame.png"))      # the score and the table of contents
         shown = shown_verdict.inner_text()
+        frame = page.locator("#toc").inner_text() + page.locator(".panel-heading").first.inner_text()
+    assert "测试单元格" in frame and "得分：" in frame and "Test cell" not in frame and "Score" not in frame, frame
     zh = translations("zh", manifest.name).gettext
     assert "未通过" in shown and i18n.translate(bug.says, "zh") in shown, shown
     assert all(zh(check.name) in shown and zh(check.name) != check.name for check in checks), shown
     for english in ("Checked by the grader", "FAILED", "passed", bug.says, "known mistake"):
         assert english not in shown, english
+
+
+def test_a_french_hand_ins_feedback_page_reads_in_french(tmp_path, browser):
+    """The same page for a hand-in of ps2_relative_pe_fr: nbgrader's frame and the grader's verdicts in French, the
+    colon set after a no-break space, no verdict line cut."""
+    from attnkit_grader import catalogue, registry
+    from attnkit_grader.autograded_notebook import verdict_lines
+    from attnkit_grader.judging import variants
+
+    manifest = registry.get("ps2_relative_pe")
+    bug = next(b for b in manifest.bugs if b.name == "index_i_minus_j")
+    checks = catalogue.graded(manifest.name, variants.variant(manifest, bug))["test_index"]
+    verdict = verdict_lines(checks, sum(check.max_points for check in checks), "fr", manifest.name)
+    path = tmp_path / "ps2_relative_pe.html"
+    path.write_text(nbgrader_feedback_page(verdict, "fr"), encoding="utf-8")
+    with offline_page(browser, path, 51) as page:
+        shown_verdict = page.locator("pre", has_text="Vérifié par le correcteur en dehors du notebook")
+        shown_verdict.scroll_into_view_if_needed()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "feedback-fr.png"))
+        page.locator("#toc").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "feedback-fr-frame.png"))      # the score and the table of contents
+        assert shown_verdict.evaluate("e => e.scrollWidth <= e.clientWidth"), "a verdict line is cut"
+        shown = shown_verdict.inner_text()
+        frame = page.locator("#toc").inner_text() + page.locator(".panel-heading").first.inner_text()
+    assert "ÉCHOUÉE" in shown and "\u00a0: " in shown and "FAILED" not in shown, shown
+    assert "Cellule de test" in frame and "note\u00a0:" in frame and "Test cell" not in frame, frame

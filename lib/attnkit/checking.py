@@ -31,7 +31,7 @@ import torch
 from . import expectations, loading
 from .expectations import (CheckFailed, expect, expect_close, expect_dropout, expect_equal, expect_raises,
                            expect_shape, fmt)
-from .i18n import Text, said, set_language, wrap
+from .i18n import N_, Text, said, set_language, wrap
 from .loading import load_table, single_parameter, table_of, table_tensor
 from .memory import human_bytes, largest_allocation
 
@@ -165,14 +165,15 @@ class Checks:
             print("       " + Text("(warning from your code: {warning})", warning=note).render())
 
     def flag(self, remark):
-        """Print a remark for the instructor (e.g. a copy of the reference solution); the score is unchanged."""
-        self.flags = [*getattr(self, "flags", []), remark]
-        print(Text("FLAGGED: {remark}", remark=remark).render())
+        """Print a remark for the instructor (e.g. a copy of the reference solution: a Text or an English str);
+        the score is unchanged. ``flags`` keeps the remarks' English text."""
+        self.flags = [*getattr(self, "flags", []), str(remark)]
+        print(Text("FLAGGED: {remark}", remark=said(remark)).render())
 
     def disqualify(self, reason):
-        """Score this cell 0, whatever else passed, and say why."""
-        self.disqualified = reason
-        print(Text("NOT GRADED: {reason}", reason=reason).render())
+        """Score this cell 0, whatever else passed, and say why (``reason``: a Text, or an English str)."""
+        self.disqualified = said(reason)
+        print(Text("NOT GRADED: {reason}", reason=self.disqualified).render())
 
     def score(self):
         """Points earned, a Python float in (0, points] that nbgrader reads as partial credit.
@@ -232,6 +233,23 @@ class Checks:
         if self.matched or has_evidence((p, m is None, k) for _, p, m, k in self.results):
             return 0.0
         return sum(p for _, p, m, k in self.results if m is None and k != "values")
+
+
+# Why the hidden checks do not grade an object of the notebook (the instructor's grader decides it in the kernel,
+# under plain nbgrader, where the object came from): said in the notebook, so in the student's language. {what}: the object's name and
+# the function's, as code names them.
+NOT_WRITTEN_HERE = {
+    "solutions": N_("{what} comes from the reference solutions ({module}), not from your notebook"),
+    "elsewhere": N_("{what} was not defined in this notebook (it comes from module {module})"),
+    "built_on": N_("{what} is built on {klass} (reference solution)"),
+    "compiled": N_("{what} was compiled from {path}, inside the kit's packages"),
+    "refers": N_("{what} refers to {solutions}"),
+    "loaded": N_("{what} is the reference solution's code, loaded from the reference solutions"),
+    "copied": N_("{what} is a copy of the reference solution's code ({copied})"),
+    "module": N_("{what} uses the module {module} (reference solution)"),
+    "scores_0": N_("{reason}. Only work written in this notebook earns points; this cell scores 0."),
+    "flagged": N_("{reason}: flagged for the instructor to read; the score is not changed"),
+}
 
 
 def has_evidence(results):

@@ -18,6 +18,7 @@ depend on the language. The catalogs are written and compiled with the instructo
 import functools
 import gettext
 import os
+import string
 import textwrap
 
 from .text import display_width
@@ -105,6 +106,38 @@ def N_(template):
     return template
 
 
+_FORMATTER = string.Formatter()
+
+
+def _chinese(character):
+    """A character of Chinese text: a wide (CJK) character that is not an opening or closing mark."""
+    return _wide(character) and character not in CLOSING and character not in OPENING
+
+
+def fill(template, values):
+    """``template.format(**values)``, without the space between Chinese text and a placeholder that is filled
+    with Chinese: "实际为 {got}" gives "实际为 (3, 2)" but "实际为其他形状" (Chinese sets a space between its
+    characters and Latin text or numbers, never between two of its own). Other languages are not changed."""
+    if not isinstance(template, str):
+        raise TypeError(f"template: expected a str, got {type(template).__name__}")
+    parts = []
+    for literal, name, spec, conversion in _FORMATTER.parse(template):
+        if parts and parts[-1][1] and literal[:1] == " " and len(literal) > 1 and _chinese(literal[1]) \
+                and _chinese(parts[-1][0][-1]):
+            literal = literal[1:]                   # "{later} 的" filled with Chinese: no space after it either
+        if name is None:
+            parts.append((literal, False))
+            continue
+        value = _FORMATTER.convert_field(_FORMATTER.get_field(name, (), values)[0], conversion)
+        text = _FORMATTER.format_field(value, _FORMATTER.vformat(spec, (), values) if spec else "")
+        if text and _chinese(text[0]) and literal.endswith(" ") and len(literal) > 1 and _chinese(literal[-2]):
+            literal = literal[:-1]
+        elif text and _chinese(text[0]) and literal == " " and parts and _chinese(parts[-1][0][-1:] or "a"):
+            literal = ""
+        parts += [(literal, False), (text, bool(text))]
+    return "".join(text for text, _ in parts)
+
+
 class Text:
     """A sentence as data: an English ``template`` with named ``{placeholders}`` and their values (a value
     may itself be a Text, rendered in the same language). ``str()`` is the English text."""
@@ -121,8 +154,8 @@ class Text:
         template = translate(self.template, code)
         if not self.args:
             return template
-        return template.format(**{name: value.render(code) if isinstance(value, Text) else value
-                                  for name, value in self.args.items()})
+        return fill(template, {name: value.render(code) if isinstance(value, Text) else value
+                               for name, value in self.args.items()})
 
     def __str__(self):
         return self.render(ENGLISH)
@@ -137,18 +170,63 @@ def said(words):
     return words if isinstance(words, Text) else Text(str(words))
 
 
+# Closing punctuation never starts a line, opening punctuation never ends one (the rules of Chinese line breaking,
+# 避头尾; the ASCII ones too, since Latin text sits inside Chinese sentences).
+CLOSING = frozenset("，。、；：！？）」』》】〕〉〗”’…%,.;:!?)]}")
+OPENING = frozenset("（「『《【〔〈〖“‘([{")
+
+
+def _wide(character):
+    return display_width(character) == 2
+
+
+def _pieces(text):
+    """``text`` cut where a line may break: [(space before, piece)], a piece being one wide (CJK) character or a
+    run of other characters without a space (a Latin word, an identifier, a number: never cut), with closing
+    punctuation joined to the piece before it and opening punctuation to the piece after it."""
+    pieces, space, index = [], False, 0
+    while index < len(text):
+        if text[index].isspace():
+            space, index = True, index + 1
+            continue
+        end = index + 1
+        if not _wide(text[index]):
+            while end < len(text) and not text[end].isspace() and not _wide(text[end]):
+                end += 1
+        piece = text[index:end]
+        if pieces and not space and (piece[0] in CLOSING or pieces[-1][1][-1] in OPENING):
+            pieces[-1][1] += piece
+        else:
+            pieces.append([space, piece])
+        space, index = False, end
+    return pieces
+
+
 def wrap(text, width=80, subsequent_indent=""):
-    """``text`` in lines of at most ``width`` columns, a Chinese character taking two (Chinese has no spaces to
-    break at: a line then breaks between any two characters)."""
+    """``text`` in lines of at most ``width`` columns, a Chinese character taking two. Chinese, which has no
+    spaces, breaks between two of its characters, but never inside a Latin word, an identifier or a number
+    written in it, and no line starts with closing punctuation (，。；：）...) or ends with opening punctuation;
+    only a word longer than a whole line is cut. Text without wide characters wraps as ``textwrap.wrap``."""
+    if not isinstance(width, int) or isinstance(width, bool) or width <= display_width(subsequent_indent):
+        raise ValueError(f"width: expected an int wider than subsequent_indent, got {width!r}")
     if display_width(text) == len(text):
         return textwrap.wrap(text, width, subsequent_indent=subsequent_indent)
     lines, line, used = [], "", 0
-    for character in text:
-        wide = display_width(character)
-        if used + wide > width:
-            lines.append(line.rstrip())
-            line, used = subsequent_indent, len(subsequent_indent)
-            if character == " ":
-                continue
-        line, used = line + character, used + wide
+    for space, piece in _pieces(text):
+        gap = 1 if space and line.strip() else 0
+        size = display_width(piece)
+        if line.strip() and used + gap + size > width:
+            lines.append(line)
+            line, used, gap = subsequent_indent, display_width(subsequent_indent), 0
+        while used + gap + size > width and size > 1:          # a word longer than a line: cut, as textwrap does
+            room, cut = width - used - gap, 0
+            while cut < len(piece) and display_width(piece[:cut + 1]) <= room:
+                cut += 1
+            while 1 < cut < len(piece) and piece[cut] in CLOSING:    # the next line must not start with it
+                cut -= 1
+            cut = max(cut, 1)
+            lines.append(line + " " * gap + piece[:cut])
+            piece, size = piece[cut:], display_width(piece[cut:])
+            line, used, gap = subsequent_indent, display_width(subsequent_indent), 0
+        line, used = line + " " * gap + piece, used + gap + size
     return [*lines, line] if line.strip() else lines

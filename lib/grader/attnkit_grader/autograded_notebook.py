@@ -40,6 +40,7 @@ from nbconvert.filters import strip_ansi
 from attnkit.i18n import N_
 
 from . import feedback, files
+from .offline import LANGUAGE_KEY
 from .editions import ENGLISH
 from .release_cells import grade_id_of
 
@@ -134,6 +135,8 @@ def captured(report, skipped=()):
 CHECKED = N_("Checked by the grader outside the notebook: {earned} / {points} points")
 NO_CHECK = N_("no automatic check ran for this cell")
 PASSED, FAILED = N_("passed"), N_("FAILED")
+# A check's name and its message, joined as each language writes a colon (fr: a no-break space before it; zh: "：").
+SAYS = N_("{check}: {message}")
 KIND_NAMES = {"values": N_("values"), "structure": N_("structure"), "property": N_("property")}
 
 
@@ -150,7 +153,9 @@ def verdict_lines(checks, max_points, language=ENGLISH, assignment=None):
     for check in checks:
         text = f"{gettext(PASSED if check.passed else FAILED)} {check.points:g}/{check.max_points:g} " \
                f"[{gettext(KIND_NAMES[check.kind])}] {plain_text(gettext(check.name) if check.name else '')}"
-        lines.append(text + (f": {plain_text(check.text(translate))}" if check.message else ""))
+        if check.message:
+            text = gettext(SAYS).format(check=text, message=plain_text(check.text(translate)))
+        lines.append(text)
     return clipped("\n".join(lines) + "\n", OUTPUT_CHARS)
 
 
@@ -249,7 +254,9 @@ def notebook(release, data, result, language=ENGLISH):
             new = nbformat.v4.new_raw_cell(source, metadata=metadata)
         new.id = unique_id(text_of(cell.get("id")), index, cell_ids)
         copied.append(new)
-    result = nbformat.v4.new_notebook(cells=copied, metadata=copy.deepcopy(release.notebook.get("metadata", {})))
+    metadata = copy.deepcopy(release.notebook.get("metadata", {}))
+    metadata[LANGUAGE_KEY] = {"language": language}        # nbgrader's feedback page is written in it (offline)
+    result = nbformat.v4.new_notebook(cells=copied, metadata=metadata)
     nbformat.validate(result)
     return result
 

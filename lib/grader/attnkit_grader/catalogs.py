@@ -207,22 +207,25 @@ def _found(domain):
             shipped = PACKAGE / "worked" / f"{name}.json"        # where the student's copy comes from:
             yield from ((bug.says, shipped) for bug in registry.get(name).bugs)   # no grader path in the edition
         return
-    from . import autograded_notebook, copies, feedback, insight, pipeline, precheck
+    from . import autograded_notebook, copies, feedback, insight, offline, pipeline, precheck
     from .autograders import base, runs, sandboxed
     from .insight import render
     from .isolation import reasons
     from .judging import compare, engine, variants
-    # The page's own sentences, then the problems a run or a hand-in is noted with (Record.issues: the student's
-    # feedback page lists them), written by the graders, the sandbox's exit reasons, the pipeline and the pre-check.
-    for module in (engine, variants, feedback, compare, autograded_notebook, render, insight,
+    # The page's own sentences (the kit's and nbgrader's frame, written by the exporter), then the problems a run or
+    # a hand-in is noted with (Record.issues: the student's feedback page lists them), written by the graders, the
+    # sandbox's exit reasons, the pipeline and the pre-check.
+    for module in (engine, variants, feedback, compare, autograded_notebook, render, insight, offline,
                    base, runs, sandboxed, reasons, pipeline, precheck, copies):
         yield from ((m, Path(module.__file__)) for m in _python(module.__file__, {"N_": None, "make": None,
                                                                                   "Fail": None, "sentence": None,
                                                                                   "_": None}))
-    for source, module in ((feedback.SOURCE, feedback), (render.BODY_SOURCE, render), (render.PAGE_SOURCE, render)):
+    for source, where in ((feedback.SOURCE, feedback.__file__), (render.BODY_SOURCE, render.__file__),
+                          (render.PAGE_SOURCE, render.__file__),
+                          (offline.template_source(), offline.TEMPLATES / offline.TEMPLATE / "index.html.j2")):
         template = io.BytesIO(source.encode("utf-8"))
         for _, _, message, _ in jinja2.ext.babel_extract(template, ("_", "gettext"), (), {}):
-            yield (message[0] if isinstance(message, tuple) else message), Path(module.__file__)
+            yield (message[0] if isinstance(message, tuple) else message), Path(where)
     # The runner's remarks, which it sends as templates and values from the sandbox, and how the grader names a cell
     from attnkit_sandbox import remarks
     from .isolation import notebook_run

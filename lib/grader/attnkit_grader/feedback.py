@@ -16,10 +16,12 @@ from pathlib import Path
 import jinja2
 from attnkit import i18n
 
-from . import offline
 from .editions import ENGLISH, LANGUAGES
 
 LOCALE = Path(__file__).parent / "locale"
+# What the pages may load: nothing but their own inline style and images (no script, no request). nbgrader's pages get
+# it too, from the kit's exporter (attnkit_grader.offline), which imports it from here.
+POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
@@ -149,7 +151,7 @@ def page(result, release=None, show_tests=False, language=ENGLISH):
                         "passed": c.passed, "message": c.text(translate)} for c in cell.checks],
         })
     return _environment(found).render(
-        lang=language, assignment=result.assignment, student=result.student, style=STYLE, policy=offline.POLICY,
+        lang=language, assignment=result.assignment, student=result.student, style=STYLE, policy=POLICY,
         earned=number(sum(cell.score or 0.0 for cell in tests)), top=number(sum(cell.max_points for cell in tests)),
         manual=[grade_id for grade_id, cell in cells.items() if cell.kind == "written"],
         issues=result.issue_texts(translate), cells=shown)

@@ -38,7 +38,12 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 from bs4 import BeautifulSoup, NavigableString
+from attnkit.i18n import N_
 from nbconvert.exporters import HTMLExporter
+
+from . import feedback
+from .editions import ENGLISH, LANGUAGES
+from .feedback import POLICY
 
 __all__ = ["EXPORTER", "FeedbackExporter", "MATHJAX_VARIABLE", "finish", "finish_files", "mathjax", "typeset",
            "typeset_in"]
@@ -47,7 +52,6 @@ EXPORTER = "attnkit_grader.offline.FeedbackExporter"   # GenerateFeedback.export
 
 MATHJAX_VARIABLE = "ATTNKIT_MATHJAX"   # the mathjax npm package's folder, if not under the environment's share/
 TIMEOUT = 120                          # seconds for Node.js to typeset one page's formulas
-POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 STYLE = """
 pre, .output_area pre, .output_text pre { white-space: pre-wrap; overflow-wrap: anywhere; word-break: normal; }
 mjx-container { display: inline-block; }
@@ -57,7 +61,7 @@ mjx-container svg { overflow: visible; }
 """
 WHERE = (f"make setup installs it with npm into the environment's share/attnkit/node_modules; or set "
          f"{MATHJAX_VARIABLE} to a mathjax package folder, with Node.js on the PATH")
-NO_MATHJAX = ("The formulas on this page are shown as TeX source: MathJax (Node.js with the npm package mathjax) "
+NO_MATHJAX = N_("The formulas on this page are shown as TeX source: MathJax (Node.js with the npm package mathjax) "
               "was not found where this page was written.")
 NOTE = "attnkit-offline-note"
 SKIPPED = {"script", "style", "pre", "code", "textarea", "svg", "mjx-container", "title"}
@@ -200,7 +204,9 @@ def _finish(soup, svgs):
     head.append(style)
     if seen and not typeset_all:
         note = soup.new_tag("p", attrs={"class": NOTE})
-        note.string = NO_MATHJAX
+        language = soup.html.get("lang") if soup.html is not None else None
+        words = feedback.translations(language if language in LANGUAGES else ENGLISH)
+        note.string = words.gettext(NO_MATHJAX)       # in the page's language (<html lang>, the kit's pages set it)
         (soup.body or soup).insert(0, note)
     text = str(soup)
     for token, svg in placed.items():
@@ -242,11 +248,65 @@ def typeset_in(path):
     return f'class="{NOTE}"' not in Path(path).read_text(encoding="utf-8")
 
 
+TEMPLATES = Path(__file__).parent / "templates"
+TEMPLATE = "attnkit_feedback"            # nbgrader's feedback template with its words in the hand-in's language
+NBGRADER_TEMPLATE = "feedback"           # the template GenerateFeedback names, which ours stands in for
+LANGUAGE_KEY = "attnkit"                 # the autograded copy's metadata: {"language": the hand-in's}
+
+
+def template_source():
+    """The text of the kit's feedback template (its gettext calls are extracted into the grader's catalog)."""
+    return (TEMPLATES / TEMPLATE / "index.html.j2").read_text(encoding="utf-8")
+
+
 class FeedbackExporter(HTMLExporter):
-    """nbgrader's feedback page (``GenerateFeedback``'s HTML exporter, its ``feedback`` template), made complete
-    offline by :func:`finish` as it is exported; a page left with TeX says so in nbgrader's log."""
+    """nbgrader's feedback page (``GenerateFeedback``'s HTML exporter), in the hand-in's language and made complete
+    offline by :func:`finish` as it is exported; a page left with TeX says so in nbgrader's log.
+
+    Where nbgrader asks for its ``feedback`` template, the page is written with the kit's (``templates/
+    attnkit_feedback``): the same page, its words ("Score", "Test cell", "Comments", the table of contents, the
+    prompts) looked up in the grader's catalog in the language of :meth:`language`.
+    """
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        if self.template_name == NBGRADER_TEMPLATE:
+            self.extra_template_basedirs = [str(TEMPLATES), *self.extra_template_basedirs]
+            self.template_name = TEMPLATE
+            self.template_paths = self._template_paths()      # computed once, from the template's name
+
+    def language(self, nb, resources):
+        """The hand-in's language: the one the sandboxed grader wrote into the autograded copy (its metadata's
+        ``LANGUAGE_KEY`` entry), else :func:`attnkit_grader.feedback.language` of its folder in submitted/ (what
+        collect recorded, else the edition's name: an assignment NAME_fr), found from nbgrader's resources (the
+        student, the assignment, and the course root of the configuration or the autograded copy's folder)."""
+        marked = nb.get("metadata", {}).get(LANGUAGE_KEY, {})
+        marked = marked.get("language") if isinstance(marked, dict) else None
+        if marked == ENGLISH or marked in LANGUAGES:
+            return marked
+        ids = (resources or {}).get("nbgrader", {})
+        student, assignment = ids.get("student"), ids.get("assignment")
+        if not student or not assignment:
+            return ENGLISH
+        course = self.config.get("CourseDirectory", {})
+        root = course.get("root") or None
+        if root is None:
+            path = (resources or {}).get("metadata", {}).get("path")          # autograded/STUDENT/ASSIGNMENT
+            parents = Path(path).resolve().parents if path else ()
+            root = parents[2] if len(parents) > 2 else Path(".")
+        return feedback.language(Path(root) / course.get("submitted_directory", "submitted") / student / assignment)
 
     def from_notebook_node(self, nb, resources=None, **kw):
+        if self.template_name == TEMPLATE:
+            code = self.language(nb, resources)
+            words = feedback.translations(code)
+
+            def _(message, **values):
+                text = words.gettext(message)
+                return text % values if values else text
+
+            self.environment.globals["_"] = _
+            resources = {**(resources or {}), "attnkit": {"language": code}}
         output, resources = super().from_notebook_node(nb, resources, **kw)
         output, typeset_all = finish(output)
         if not typeset_all:

@@ -19,6 +19,8 @@ import string
 from dataclasses import dataclass, field, replace
 from numbers import Integral, Real
 
+from attnkit.i18n import fill
+
 VERSION = 2                      # of the records' JSON; the journal's lines carry it
 # A check's kind, the words of attnkit.checking.Checks (tests/test_results.py holds the two equal): "values":
 # compared with the reference on the grader's inputs; "property": a property of the submission's own numbers;
@@ -58,7 +60,7 @@ class Message:
         """The text; ``translate(template) -> template`` gives another language's (default: English)."""
         template = translate(self.template) if translate else self.template
         values = {name: value.render(translate) if isinstance(value, Message) else value for name, value in self.args}
-        return template.format(**values)
+        return fill(template, values)          # template.format, with Chinese spacing (attnkit.i18n.fill)
 
     def __str__(self):
         return self.render()

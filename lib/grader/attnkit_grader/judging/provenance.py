@@ -23,6 +23,8 @@ import os
 import types
 
 import attnkit
+from attnkit.checking import NOT_WRITTEN_HERE as SAYS      # the sentences, in the student package's catalog
+from attnkit.i18n import Text
 
 SOLUTIONS = "attnkit_assignments"
 # A reference code object shorter than this (bytes of bytecode, about 2 per instruction) could be
@@ -128,8 +130,14 @@ def copied(reason):
 
 
 def problem(obj, name, assignment):
-    """None if ``obj`` looks written in the notebook, else a sentence saying why it is not graded by
+    """None if ``obj`` looks written in the notebook, else a sentence (English) saying why it is not graded by
     ``assignment`` (its manifest: whose reference is compared)."""
+    reason = why_not_graded(obj, name, assignment)
+    return None if reason is None else str(reason)
+
+
+def why_not_graded(obj, name, assignment):
+    """:func:`problem`'s sentence as a Text, which the notebook shows in the student's language."""
     if not (inspect.isclass(obj) or inspect.isfunction(obj)):
         return None            # not ours to judge: the functional checks will report what is wrong
     references = _reference_fingerprints(assignment)
@@ -142,16 +150,16 @@ def problem(obj, name, assignment):
         seen.add(id(item))
         module = getattr(item, "__module__", None)
         if _from_solutions(module):
-            return f"{label} comes from the reference solutions ({module}), not from your notebook"
+            return Text(SAYS["solutions"], what=label, module=module)
         if module != "__main__":
             if item is obj:
-                return f"{label} was not defined in this notebook (it comes from module {module})"
+                return Text(SAYS["elsewhere"], what=label, module=module)
             continue           # a library function or class the notebook uses (torch, attnkit): fine
         functions = []
         if inspect.isclass(item):
             for klass in item.__mro__:
                 if _from_solutions(klass.__module__):
-                    return f"{label} is built on {klass.__module__}.{klass.__qualname__} (reference solution)"
+                    return Text(SAYS["built_on"], what=label, klass=f"{klass.__module__}.{klass.__qualname__}")
                 if klass.__module__ == "__main__":
                     functions.extend(_functions_in_class(klass))
         else:
@@ -160,19 +168,19 @@ def problem(obj, name, assignment):
             for code in _code_objects(function.__code__):
                 where = f"{label} ({_qualname(code)})"
                 if _inside_package(code.co_filename, folders):
-                    return f"{where} was compiled from {code.co_filename}, inside the kit's packages"
+                    return Text(SAYS["compiled"], what=where, path=code.co_filename)
                 if _names_solutions(code, function.__globals__):
-                    return f"{where} refers to {SOLUTIONS}"
+                    return Text(SAYS["refers"], what=where, solutions=SOLUTIONS)
                 copied = references.get(fingerprint(code))
                 if copied is not None:
                     if _holds_solutions(function.__globals__, folders):
-                        return f"{where} is the reference solution's code, loaded from the reference solutions"
-                    return f"{where} is a copy of the reference solution's code ({copied})"
+                        return Text(SAYS["loaded"], what=where)
+                    return Text(SAYS["copied"], what=where, copied=copied)
                 for global_name in code.co_names:
                     target = function.__globals__.get(global_name)
                     if isinstance(target, types.ModuleType):
                         if _from_solutions(target.__name__):
-                            return f"{where} uses the module {target.__name__} (reference solution)"
+                            return Text(SAYS["module"], what=where, module=target.__name__)
                     elif inspect.isclass(target) or inspect.isfunction(target):
                         pending.append((target, global_name))
             for cell in function.__closure__ or ():
@@ -188,11 +196,11 @@ def problem(obj, name, assignment):
 def check(checks, obj, name, assignment):
     """Disqualify the cell (score 0, with the reason) when ``obj`` comes from the reference solutions; flag
     it (score unchanged) when it is a copy of their code written out in the notebook. True: grade it."""
-    reason = problem(obj, name, assignment)
+    reason = why_not_graded(obj, name, assignment)
     if reason is None:
         return True
-    if copied(reason):
-        checks.flag(f"{reason}: flagged for the instructor to read; the score is not changed")
+    if copied(str(reason)):
+        checks.flag(Text(SAYS["flagged"], reason=reason))
         return True
-    checks.disqualify(f"{reason}. Only work written in this notebook earns points; this cell scores 0.")
+    checks.disqualify(Text(SAYS["scores_0"], reason=reason))
     return False
