@@ -264,14 +264,17 @@ class FeedbackExporter(HTMLExporter):
     offline by :func:`finish` as it is exported; a page left with TeX says so in nbgrader's log.
 
     Where nbgrader asks for its ``feedback`` template, the page is written with the kit's (``templates/
-    attnkit_feedback``): the same page, its words ("Score", "Test cell", "Comments", the table of contents, the
-    prompts) looked up in the grader's catalog in the language of :meth:`language`.
+    attnkit_feedback``), which extends nbgrader's and replaces only the blocks holding words ("Score", "Test
+    cell", "Comments", the table of contents, the prompts), looked up in the grader's catalog in the language of
+    :meth:`language`; ``<html lang>`` says that language.
     """
 
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
         if self.template_name == NBGRADER_TEMPLATE:
-            self.extra_template_basedirs = [str(TEMPLATES), *self.extra_template_basedirs]
+            nbgrader_dirs = list(self.extra_template_basedirs)    # where "feedback/index.html.j2" is, for extends
+            self.extra_template_basedirs = [str(TEMPLATES), *nbgrader_dirs]
+            self.extra_template_paths = [*self.extra_template_paths, *nbgrader_dirs]
             self.template_name = TEMPLATE
             self.template_paths = self._template_paths()      # computed once, from the template's name
 
@@ -308,6 +311,8 @@ class FeedbackExporter(HTMLExporter):
             self.environment.globals["_"] = _
             resources = {**(resources or {}), "attnkit": {"language": code}}
         output, resources = super().from_notebook_node(nb, resources, **kw)
+        if self.template_name == TEMPLATE:
+            output = re.sub(r"<html(?=[\s>])", f'<html lang="{code}"', output, count=1)
         output, typeset_all = finish(output)
         if not typeset_all:
             self.log.warning("feedback: formulas left as TeX, MathJax was not found (%s)", WHERE)
