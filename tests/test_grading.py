@@ -853,3 +853,28 @@ def test_a_release_compares_by_content_not_by_the_tools_stamps(tmp_path):
     restamped["cells"][3]["metadata"]["nbgrader"]["points"] = 3
     (fresh / "toy.ipynb").write_text(json.dumps(restamped))
     assert compare_trees(committed, fresh) == ["differs: toy.ipynb (cells 3, 4)"]
+
+
+@pytest.mark.parametrize("language, cut, skipped, timeout, line", [
+    ("en", "[output cut by the grader: 123456 bytes in all", "[not run by the grader: the run ended there]",
+     "ran over its time limit", "ValueError: no (line 2)"),
+    ("fr", "[sortie coupée par le correcteur\u00a0: 123456 octets en tout",
+     "[non exécutée par le correcteur\u00a0: l'exécution s'est arrêtée là]", "a dépassé sa limite de temps",
+     "ValueError: no (ligne 2)"),
+    ("zh", "[输出已被评分程序截断：共 123456 字节", "[评分程序没有运行此单元格：运行在此处结束]", "超过了时限",
+     "ValueError: no（第 2 行）"),
+])
+def test_what_the_grader_adds_to_a_cells_outputs_is_in_the_hand_ins_language(language, cut, skipped, timeout, line):
+    """The autograded copy's notes (an output cut, a cell not run, a timeout, the error's line) are the grader's
+    words, worded in the hand-in's language; the sandbox's own text for a timeout is never shown."""
+    from attnkit_grader import autograded_notebook as autograded
+
+    report = {"cells": [{"index": 1, "status": "ok", "stdout": "y" * 50_000, "stdout_bytes": 123_456},
+                        {"index": 2, "status": "skipped"},
+                        {"index": 3, "status": "timeout", "error": "forged words from the sandbox"},
+                        {"index": 4, "status": "error", "error": "ValueError: no", "line": 2}]}
+    outputs = autograded.captured(report, [(2, Message.make("the run ended there"))], language)
+    texts = {number: "".join(text for _, text in streams) for number, streams in outputs.items()}
+    assert cut in texts["1"] and texts["2"] == skipped + "\n"
+    assert texts["3"] == timeout + "\n" and "forged" not in texts["3"]
+    assert texts["4"] == line + "\n"

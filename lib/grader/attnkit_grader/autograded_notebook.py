@@ -43,6 +43,7 @@ from . import feedback, files
 from .offline import LANGUAGE_KEY
 from .editions import ENGLISH
 from .release_cells import grade_id_of
+from .results import Message
 
 OUTPUT_CHARS = 10_000          # characters kept of one stream (stdout or stderr) of one cell
 NOTEBOOK_CHARS = 200_000       # characters of captured output kept in one copy (the journal holds them)
@@ -72,25 +73,38 @@ def plain_text(value):
     return CONTROL.sub("", text)
 
 
-def clipped(text, limit, total=None):
-    """``text`` cut to ``limit`` characters, saying how much was left out (``total``: bytes written)."""
+# What the grader writes into a cell's outputs of the autograded copy, in the hand-in's language.
+CUT_BYTES = N_("[output cut by the grader: {total} bytes in all, only the start is shown]")
+CUT_CHARACTERS = N_("[output cut by the grader: {total} characters in all, only the start is shown]")
+NOT_RUN = N_("[not run by the grader]")
+NOT_RUN_BECAUSE = N_("[not run by the grader: {why}]")
+AT_LINE = N_("{error} (line {line})")
+
+
+def clipped(text, limit, total=None, gettext=str):
+    """``text`` cut to ``limit`` characters, saying how much was left out (``total``: bytes written) with
+    ``gettext`` (the hand-in's language)."""
     if len(text) <= limit and total is None:
         return text
     kept = text[:limit]
     if not kept.endswith("\n"):
         kept += "\n"
-    what = f"{total} bytes in all" if total is not None else f"{len(text)} characters in all"
-    return kept + f"[output cut by the grader: {what}, only the start is shown]\n"
+    note = gettext(CUT_BYTES).format(total=total) if total is not None else \
+        gettext(CUT_CHARACTERS).format(total=len(text))
+    return kept + note + "\n"
 
 
-def captured(report, skipped=()):
+def captured(report, skipped=(), language=ENGLISH):
     """{cell number (str): [[stream name, text], ...]} from the runner's report, for the journal entry.
 
     ``report`` is untrusted (it comes from the sandbox). A cell's stdout, then its last expression's
     value (as 'result': :func:`notebook` drops it when the cell ends with ``;``, as Jupyter does), then
     its stderr, error or timeout; cells the grader skipped (``skipped``: [(number, why)]) say so. Each
-    stream is cut to OUTPUT_CHARS and all of them together to NOTEBOOK_CHARS.
+    stream is cut to OUTPUT_CHARS and all of them together to NOTEBOOK_CHARS. What the grader adds (a cut, a
+    skipped cell, a timeout, the error's line) is worded in ``language``, the hand-in's.
     """
+    gettext = feedback.translations(language).gettext
+    translate = None if language == ENGLISH else gettext
     found, room = {}, NOTEBOOK_CHARS
     cells = report.get("cells") if isinstance(report, dict) else None
     why_skipped = {number: why for number, why in skipped}
@@ -108,21 +122,25 @@ def captured(report, skipped=()):
             if name == "result" and text:
                 text += "\n"
             if text:
-                streams.append([name, clipped(text, OUTPUT_CHARS, total)])
+                streams.append([name, clipped(text, OUTPUT_CHARS, total, gettext)])
         status, error = cell.get("status"), plain_text(cell.get("error"))[:OUTPUT_CHARS]
+        if status == "timeout":                   # the sandbox's words are not shown: the grader says it
+            error = Message.make("ran over its time limit").render(translate)
         if status in ("error", "timeout") and error:
             line = cell.get("line")
-            where = f" (line {line})" if isinstance(line, int) and not isinstance(line, bool) else ""
-            streams.append(["stderr", f"{error}{where}\n"])
+            if isinstance(line, int) and not isinstance(line, bool):
+                error = gettext(AT_LINE).format(error=error, line=line)
+            streams.append(["stderr", f"{error}\n"])
         elif status == "skipped":
-            why = plain_text(why_skipped.get(index, ""))[:500]
-            streams.append(["stderr", "[not run by the grader" + (f": {why}" if why else "") + "]\n"])
+            why = why_skipped.get(index)
+            why = plain_text(why.render(translate) if isinstance(why, Message) else why or "")[:500]
+            streams.append(["stderr", (gettext(NOT_RUN_BECAUSE).format(why=why) if why else gettext(NOT_RUN)) + "\n"])
         kept = []
         for name, text in streams:
             if room <= 0:
                 break
             if len(text) > room:
-                text = clipped(text, room)
+                text = clipped(text, room, gettext=gettext)
             room -= len(text)
             kept.append([name, text])
         if kept:
@@ -156,7 +174,7 @@ def verdict_lines(checks, max_points, language=ENGLISH, assignment=None):
         if check.message:
             text = gettext(SAYS).format(check=text, message=plain_text(check.text(translate)))
         lines.append(text)
-    return clipped("\n".join(lines) + "\n", OUTPUT_CHARS)
+    return clipped("\n".join(lines) + "\n", OUTPUT_CHARS, gettext=gettext)
 
 
 def inert_markdown(source):
@@ -189,8 +207,8 @@ def notebook(release, data, result, language=ENGLISH):
 
     ``release``: the assignment's :class:`~attnkit_grader.release_cells.Release`; ``result``: the
     submission's :class:`~attnkit_grader.results.SubmissionResult` (its checks, and in ``run`` the runner's
-    cells and their captured ``outputs``); ``language``: the hand-in's, which the verdict lines are in. ValueError when the submission has no list of cells (such a
-    submission is never graded).
+    cells and their captured ``outputs``); ``language``: the hand-in's, which the verdict lines are in.
+    ValueError when the submission has no list of cells (such a submission is never graded).
     """
 
     try:

@@ -369,7 +369,8 @@ class SandboxAutograder(Pool, Autograder):
                                 sha256=plan.sha256, grader=grader, notebook=release.name, seed=str(plan.seed),
                                 reason=reason,
                                 run={"cells": plain_cells(done.report), "answered": answered,
-                                     "outputs": autograded_notebook.captured(done.report, done.skipped),
+                                     "outputs": autograded_notebook.captured(done.report, done.skipped,
+                                                                             feedback.language(job.folder)),
                                      "cpu_seconds": done.cpu_seconds, "warm": done.warm})
 
     @staticmethod
