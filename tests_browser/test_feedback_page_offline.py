@@ -73,36 +73,43 @@ def test_the_finished_feedback_page_is_complete_in_chromium_with_no_network_and_
         assert "\\operatorname" not in shown and "$$" not in shown
 
 
-def test_a_chinese_hand_ins_feedback_page_reads_in_chinese(tmp_path, browser):
-    """nbgrader's page of a hand-in from ps2_relative_pe_zh as attnkit release-feedback hands it back: under the
-    index's test cell, the grader's verdicts on the catalogue's i - j mistake, written in Chinese (the frame, each
-    check's name, the known mistake's explanation), no English sentence of the grader left."""
-    from attnkit import i18n
-    from attnkit_grader import catalogue
+def read_edition_page(tmp_path, browser, language, heading):
+    """The catalogue's i - j mistake of ps2_relative_pe on nbgrader's page in ``language``, read offline:
+    (bug, checks, the verdict under the index's test cell (found by its ``heading``), the score and table of
+    contents); screenshots feedback-LANGUAGE.png (the verdicts) and feedback-LANGUAGE-frame.png (the frame)."""
+    from attnkit_grader import catalogue, registry
     from attnkit_grader.autograded_notebook import verdict_lines
-    from attnkit_grader.feedback import translations
-    from attnkit_grader import registry
     from attnkit_grader.judging import variants
 
     manifest = registry.get("ps2_relative_pe")
     bug = next(b for b in manifest.bugs if b.name == "index_i_minus_j")
     checks = catalogue.graded(manifest.name, variants.variant(manifest, bug))["test_index"]
     assert not all(check.passed for check in checks)
-    verdict = verdict_lines(checks, sum(check.max_points for check in checks), "zh", manifest.name)
-    text = nbgrader_feedback_page(verdict, "zh")
+    verdict = verdict_lines(checks, sum(check.max_points for check in checks), language, manifest.name)
     path = tmp_path / "ps2_relative_pe.html"
-    path.write_text(text, encoding="utf-8")
+    path.write_text(nbgrader_feedback_page(verdict, language), encoding="utf-8")
     with offline_page(browser, path, 51) as page:
-        shown_verdict = page.locator("pre", has_text="由评分程序在 notebook 之外检查")
+        shown_verdict = page.locator("pre", has_text=heading)
         shown_verdict.scroll_into_view_if_needed()
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / "feedback-zh.png"))
+        page.screenshot(path=str(ARTIFACTS / f"feedback-{language}.png"))
         page.locator("#toc").scroll_into_view_if_needed()
-        page.screenshot(path=str(ARTIFACTS / "feedback-zh-frame.png"))      # the score and the table of contents
-        shown = shown_verdict.inner_text()
+        page.screenshot(path=str(ARTIFACTS / f"feedback-{language}-frame.png"))
+        assert shown_verdict.evaluate("e => e.scrollWidth <= e.clientWidth"), "a verdict line is cut"
         frame = page.locator("#toc").inner_text() + page.locator(".panel-heading").first.inner_text()
+        return bug, checks, shown_verdict.inner_text(), frame
+
+
+def test_a_chinese_hand_ins_feedback_page_reads_in_chinese(tmp_path, browser):
+    """nbgrader's page of a hand-in from ps2_relative_pe_zh as attnkit release-feedback hands it back: under the
+    index's test cell, the grader's verdicts on the catalogue's i - j mistake, written in Chinese (the frame, each
+    check's name, the known mistake's explanation), no English sentence of the grader left."""
+    from attnkit import i18n
+    from attnkit_grader.feedback import translations
+
+    bug, checks, shown, frame = read_edition_page(tmp_path, browser, "zh", "由评分程序在 notebook 之外检查")
     assert "测试单元格" in frame and "得分：" in frame and "Test cell" not in frame and "Score" not in frame, frame
-    zh = translations("zh", manifest.name).gettext
+    zh = translations("zh", "ps2_relative_pe").gettext
     assert "未通过" in shown and i18n.translate(bug.says, "zh") in shown, shown
     assert all(zh(check.name) in shown and zh(check.name) != check.name for check in checks), shown
     for english in ("Checked by the grader", "FAILED", "passed", bug.says, "known mistake"):
@@ -112,25 +119,6 @@ def test_a_chinese_hand_ins_feedback_page_reads_in_chinese(tmp_path, browser):
 def test_a_french_hand_ins_feedback_page_reads_in_french(tmp_path, browser):
     """The same page for a hand-in of ps2_relative_pe_fr: nbgrader's frame and the grader's verdicts in French, the
     colon set after a no-break space, no verdict line cut."""
-    from attnkit_grader import catalogue, registry
-    from attnkit_grader.autograded_notebook import verdict_lines
-    from attnkit_grader.judging import variants
-
-    manifest = registry.get("ps2_relative_pe")
-    bug = next(b for b in manifest.bugs if b.name == "index_i_minus_j")
-    checks = catalogue.graded(manifest.name, variants.variant(manifest, bug))["test_index"]
-    verdict = verdict_lines(checks, sum(check.max_points for check in checks), "fr", manifest.name)
-    path = tmp_path / "ps2_relative_pe.html"
-    path.write_text(nbgrader_feedback_page(verdict, "fr"), encoding="utf-8")
-    with offline_page(browser, path, 51) as page:
-        shown_verdict = page.locator("pre", has_text="Vérifié par le correcteur en dehors du notebook")
-        shown_verdict.scroll_into_view_if_needed()
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / "feedback-fr.png"))
-        page.locator("#toc").scroll_into_view_if_needed()
-        page.screenshot(path=str(ARTIFACTS / "feedback-fr-frame.png"))      # the score and the table of contents
-        assert shown_verdict.evaluate("e => e.scrollWidth <= e.clientWidth"), "a verdict line is cut"
-        shown = shown_verdict.inner_text()
-        frame = page.locator("#toc").inner_text() + page.locator(".panel-heading").first.inner_text()
+    _, _, shown, frame = read_edition_page(tmp_path, browser, "fr", "Vérifié par le correcteur en dehors du notebook")
     assert "ÉCHOUÉE" in shown and "\u00a0: " in shown and "FAILED" not in shown, shown
     assert "Cellule de test" in frame and "note\u00a0:" in frame and "Test cell" not in frame, frame
