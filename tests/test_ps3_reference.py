@@ -244,3 +244,60 @@ def test_on_cuda_equals_cpu():
     slopes = ref.alibi_slopes(4)
     torch.testing.assert_close(ref.causal_alibi_attention(q.cuda(), k.cuda(), v.cuda(), slopes).cpu(),
                                ref.causal_alibi_attention(q, k, v, slopes), atol=1e-5, rtol=1e-5)
+
+
+def _differs_from_the_loops(module):
+    """True when any of the float64 loops above sees the module compute something else than PS3 asks."""
+    torch.manual_seed(9)
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    positions = torch.tensor([0, 1, 4, 7, 30])
+    if not torch.allclose(module.rotary_embedding(x, positions), _rope_loop(x, positions)):
+        return True
+    mha = module.RotaryMultiHeadAttention(12, 3, 0.0).eval()
+    for nq, nk, causal, offset in [(5, 5, True, 0), (3, 6, False, 0), (2, 7, True, 5), (4, 4, False, 3)]:
+        queries, keys, values = torch.randn(2, nq, 12), torch.randn(2, nk, 12), torch.randn(2, nk, 12)
+        got = mha(queries, keys, values, causal=causal, position_offset=offset).double()
+        if not torch.allclose(got, _rotary_mha_loop(mha, queries, keys, values, None, causal, offset), atol=1e-5):
+            return True
+    for num_heads, exponents in [(8, range(1, 9)), (6, [2, 4, 6, 8, 1, 3]),
+                                 (12, [1, 2, 3, 4, 5, 6, 7, 8, 0.5, 1.5, 2.5, 3.5])]:
+        if not torch.allclose(module.alibi_slopes(num_heads), torch.tensor([2.0 ** -e for e in exponents])):
+            return True
+    slopes = module.alibi_slopes(6)
+    for nq, nk in [(5, 5), (2, 7)]:
+        q, k, v = torch.randn(2, 6, nq, 4), torch.randn(2, 6, nk, 4), torch.randn(2, 6, nk, 3)
+        if not torch.allclose(module.causal_alibi_attention(q, k, v, slopes).double(),
+                              _alibi_loop(q, k, v, torch.tensor([2.0 ** -e for e in [2, 4, 6, 8, 1, 3]])),
+                              atol=1e-5):
+            return True
+        bias = module.alibi_bias(nq, nk, slopes)
+        want = slopes[:, None, None] * (torch.arange(nk)[None, :] - (torch.arange(nq) + nk - nq)[:, None])
+        if bias.shape != want.shape or not torch.allclose(bias, want):
+            return True
+    return False
+
+
+def _module_from(source, name):
+    import types
+    module = types.ModuleType(name)
+    exec(compile(source, f"<{name}>", "exec"), module.__dict__)
+    return module
+
+
+def test_the_reference_passes_the_battery():
+    assert not _differs_from_the_loops(ref)
+
+
+def test_each_pending_bug_is_an_edit_the_loops_catch():
+    from pathlib import Path
+
+    from attnkit_assignments.ps3_rope import bugs
+    source = Path(ref.__file__).read_text()
+    names = [bug.name for bug in bugs.PENDING_BUGS]
+    assert len(names) == len(set(names)) >= 15
+    for bug in bugs.PENDING_BUGS:
+        edited = source
+        for old, new in bug.edits:
+            assert edited.count(old) == 1, f"{bug.name}: {old!r} is not exactly once in reference.py"
+            edited = edited.replace(old, new)
+        assert _differs_from_the_loops(_module_from(edited, bug.name)), f"{bug.name} computes what PS3 asks"
