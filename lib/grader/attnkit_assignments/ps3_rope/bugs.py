@@ -33,7 +33,8 @@ ALTERNATIVES = [
 # probes/) are still the scaffold's, so their points and fails cannot be stated; tests/test_ps3_reference.py
 # holds each to applying cleanly and to changing what the float64 loops there compute.
 _EVEN_ODD = "even, odd = x[..., 0::2], x[..., 1::2]                                   # (..., n, d/2) each"
-_INTERLEAVE = "return torch.stack((turned_even, turned_odd), dim=-1).flatten(-2)        # (..., n, d): pairs interleaved"
+_INTERLEAVE = ("return torch.stack((turned_even, turned_odd), dim=-1).flatten(-2)"
+               "        # (..., n, d): pairs interleaved")
 _THETA = "theta = base ** (-2 * pair / d)                                          # (d/2,): base^(-2i/d)"
 _TURN_EVEN = "turned_even = even * cos - odd * sin                                     # (..., n, d/2)"
 _TURN_ODD = "turned_odd = even * sin + odd * cos                                      # (..., n, d/2)"
