@@ -28,7 +28,7 @@ from attnkit_grader.judging import variants
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENTS = [a for a in registry.assignments() if variants.bugs(registry.get(a))]
 CASES = [(a, bug) for a in ASSIGNMENTS for bug in variants.bugs(registry.get(a))]
-MINIMUM = {"ps1_learnable_pe": 12, "ps2_relative_pe": 25}     # any other assignment: at least one known mistake
+MINIMUM = {"ps1_learnable_pe": 12, "ps2_relative_pe": 25, "ps3_rope": 15}   # any other: at least one known mistake
 SOLUTION = re.compile(r"^[ \t]*### BEGIN SOLUTION\n(.*?)^[ \t]*### END SOLUTION\n?", re.S | re.M)
 
 

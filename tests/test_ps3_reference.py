@@ -288,7 +288,7 @@ def test_the_reference_passes_the_battery():
     assert not _differs_from_the_loops(ref)
 
 
-def test_each_pending_bug_is_an_edit_the_loops_catch():
+def test_each_catalogued_bug_is_an_edit_the_loops_catch():
     from pathlib import Path
 
     from attnkit_assignments.ps3_rope import bugs

@@ -85,10 +85,15 @@ def _check_rope_odd(case, got):
 
 def _check_rope_random(case, got):
     a, base = case["arrays"], case["params"]["base"]
-    what = sentence("rotary_embedding(x, positions, base={base}) for x of shape {shape}", base=base,
-                    shape=shape_text(a["x"].shape))
-    output = got.floats("output", a["x"].shape, what)
-    _close_to_reference(output, _rope_reference(a["x"], a["positions"], base), what)
+    refs = _rope_reference(a["x"], a["positions"], base)
+    for bits in (32, 64):
+        what = sentence("rotary_embedding(x, positions, base={base}) for x of shape {shape} in float{bits}", base=base,
+                        shape=shape_text(a["x"].shape), bits=bits)
+        output = got.floats(f"output{bits}", a["x"].shape, what)
+        if bits == 32:
+            _close_to_reference(output, refs, what)
+        else:        # float64 in, float64 out: the angles too are computed in float64
+            close(output, refs[0], scaled(refs[0], 1e-9), what)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -268,7 +273,8 @@ CHECKS = [
                                        "100)", 0.5, _check_rope_relative, kind="property"),
     Spec("test_rope", "rope_odd", "an odd last dimension (d = 5) raises ValueError", 0.5, _check_rope_odd,
          kind="property"),
-    Spec("test_rope", "rope_random", "equals the reference on random x, positions and base", 1, _check_rope_random,
+    Spec("test_rope", "rope_random", "equals the reference on random x, positions and base, in float32 and float64", 1,
+         _check_rope_random,
          hidden=True),
     Spec("test_rotary_attention", "attn_shape", "the output is (batch, q, num_hiddens) and attention_weights (batch, "
                                                 "num_heads, q, k)", 0.5, _check_attention_shapes, kind="structure"),
@@ -281,9 +287,9 @@ CHECKS = [
                                                  "exactly 0", 0.5, _check_masked_zero, kind="property"),
     Spec("test_rotary_attention", "attn_odd", "an odd head_dim (num_hiddens = 6, num_heads = 2) raises ValueError",
          0.5, _check_attention_odd, kind="property"),
-    Spec("test_rotary_attention", "attn_causal_parity", "causal self-attention (4 heads, bias=True) equals the "
-                                                        "reference with the same weights", 0.75,
-         _check_attention_parity, (("what", N_("causal self-attention")),), hidden=True),
+    Spec("test_rotary_attention", "attn_causal_parity", "causal self-attention with valid_lens (4 heads, bias=True) "
+                                                        "equals the reference with the same weights", 0.75,
+         _check_attention_parity, (("what", N_("causal self-attention with valid_lens")),), hidden=True),
     Spec("test_rotary_attention", "attn_cross_parity", "cross-attention with valid_lens and a position_offset equals "
                                                        "the reference", 0.75,
          _check_attention_parity, (("what", N_("cross-attention with valid_lens and a position_offset")),),
@@ -391,8 +397,9 @@ def make_inputs(rng, **_sizes):
     heads = integer(1, 4)
     inputs["attn_odd"] = {"arrays": {}, "params": {"num_hiddens": heads * (2 * integer(1, 3) + 1), "num_heads": heads}}
     n = integer(3, 9)
-    inputs["attn_causal_parity"] = attention_case(4, 2 * integer(2, 4), n, n, batch=integer(1, 2), bias=True,
-                                                  causal=True, base=[1000, 10000][integer(0, 1)])
+    case = attention_case(4, 2 * integer(2, 4), n, n, batch=2, bias=True, causal=True, base=[1000, 10000][integer(0, 1)])
+    case["arrays"]["valid_lens"] = np.array([n, integer(1, n - 1)], dtype=np.int64)     # (batch,): one sequence padded
+    inputs["attn_causal_parity"] = case
     q, k = integer(1, 4), integer(3, 9)
     case = attention_case(integer(2, 3), 2 * integer(2, 4), q, k, batch=2, cross=True, position_offset=integer(1, 20))
     case["arrays"]["valid_lens"] = np.array([integer(1, k), k], dtype=np.int64)

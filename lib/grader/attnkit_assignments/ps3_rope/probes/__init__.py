@@ -59,9 +59,10 @@ def _rope_odd(namespace, arrays, params):
 
 
 def _rope_random(namespace, arrays, params):
-    """rotary_embedding on random x, positions and base."""
-    result = _rotate(namespace, arrays["x"], arrays["positions"], params["base"])
-    return {"output": floats(result, "rotary_embedding(x, positions, base)")}
+    """rotary_embedding on random x, positions and base, in float32 and in float64."""
+    return {f"output{bits}": floats(_rotate(namespace, arrays["x"], arrays["positions"], params["base"], dtype),
+                                    "rotary_embedding(x, positions, base)")
+            for bits, dtype in ((32, torch.float32), (64, torch.float64))}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -73,8 +74,8 @@ _LINEARS = ("W_q", "W_k", "W_v", "W_o")
 def _attention(namespace, params, arrays=None):
     """The student's module built from params; with ``arrays``, the given weights loaded; eval mode."""
     cls = lookup(namespace, "RotaryMultiHeadAttention")
-    module = cls(params["num_hiddens"], params["num_heads"], 0.0, params.get("base", 10000),
-                 bias=params.get("bias", False))
+    options = {"base": params["base"]} if "base" in params else {}       # else the default base, 10000
+    module = cls(params["num_hiddens"], params["num_heads"], 0.0, bias=params.get("bias", False), **options)
     if arrays is not None:
         for name in _LINEARS:
             linear = getattr(module, name, None)
