@@ -62,6 +62,16 @@ def test_student_wheel_holds_the_student_package_only(student_wheel):
             elif isinstance(node, ast.ImportFrom) and not node.level:
                 imported.add(node.module.split(".")[0])
     assert not imported & {"attnkit_grader", "attnkit_assignments", "attnkit_sandbox", "nbgrader"}, imported
+    # Nothing in it answers an exercise: no function or class named like a reference solution's public ones
+    # (rotary_embedding, alibi_slopes, RelativeMultiHeadAttention, ...), wherever in the package it is defined.
+    answers = set()
+    for reference in (ROOT / "lib" / "grader" / "attnkit_assignments").glob("*/reference.py"):
+        answers |= {node.name for node in ast.parse(reference.read_text()).body
+                    if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_")}
+    assert {"rotary_embedding", "alibi_slopes", "causal_alibi_attention", "LearnablePositionalEncoding"} <= answers
+    defined = {node.name for name in names if name.endswith(".py") for node in ast.walk(ast.parse(archive.read(name)))
+               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    assert not defined & answers, sorted(defined & answers)
     entry_points = [name for name in names if name.endswith("entry_points.txt")]
     assert not entry_points or "console_scripts" not in archive.read(entry_points[0]).decode()
 
