@@ -1,8 +1,8 @@
-"""Rotary position embeddings and ALiBi: the manifest the grader's registry reads (attnkit_grader.authoring)."""
+"""Problem set 3, rotary position embeddings and ALiBi: the manifest the grader's registry reads (attnkit_grader.authoring)."""
 
 from attnkit_grader.authoring import Assignment
 
-from . import bugs, checks, mutation, reference
+from . import bugs, checks, copies, examples, mutation, reference
 
 ASSIGNMENT = Assignment(
     name="ps3_rope",
@@ -14,4 +14,7 @@ ASSIGNMENT = Assignment(
     alternatives=tuple(bugs.ALTERNATIVES),
     behaviour=mutation.behaviour,
     survivors=mutation.SURVIVORS,
+    examples=examples.submissions,
+    independent_answers=copies.ANSWERS,
+    copy_thresholds=copies.THRESHOLDS,
 )
