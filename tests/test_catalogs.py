@@ -77,7 +77,8 @@ def test_the_compiled_catalogs_are_what_gettext_reads(domain):
 
 @pytest.mark.parametrize("domain", catalogs.DOMAINS, ids=lambda domain: domain.name)
 def test_french_puts_a_no_break_space_before_double_punctuation(domain):
-    """« : » « ; » « ? » « ! » never start a line in French: a no-break space before each, never a plain one."""
+    """« : » « ; » « ? » « ! » never start a line in French: a no-break space before each, never a plain one. The
+    header (msgid "") is metadata, not French: Babel 2.19 writes CLDR's plural rule there, "... ? 0 : ..." in C."""
     for message in catalogs.read("fr", domain):
-        for mark in ":;?!":
+        for mark in ":;?!" if message.id else "":
             assert f" {mark}" not in message.string, message.string
