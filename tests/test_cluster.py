@@ -346,7 +346,8 @@ def graded(cluster, tmp_path_factory):
         done.set()
     killer.join(timeout=10)
     cluster.add_worker("worker-2")                   # joins while the next tests run
-    return {"root": root, "run": run, "reports": reports, "killed": killed.is_set(), "progress": stderr.getvalue()}
+    return {"root": root, "run": run, "reports": reports, "killed": killed.is_set(), "progress": stderr.getvalue(),
+            "handed": {(p.parent.name, p.name) for p in handed.glob("*/*")}}
 
 
 def points(run, student, assignment=PS1):
@@ -357,10 +358,12 @@ def points(run, student, assignment=PS1):
 def test_a_worker_killed_mid_batch_loses_nothing_and_grades_nothing_twice(graded):
     run = graded["run"]
     assert graded["killed"], "worker-0 was not killed while running a submission"
-    assert all(record.status == "graded" for record in run.submissions.values()), \
-        {k: r.issue_texts() for k, r in run.submissions.items() if r.status != "graded"}
+    handed = graded["handed"]                     # (student, assignment); the other assignment's are 'missing'
+    assert {k: r.status for k, r in run.submissions.items()} == {
+        (s, a): "graded" if (s, a) in handed else "missing" for s, _ in handed for a in (PS1, PS3)}, \
+        {k: r.issue_texts() for k, r in run.submissions.items() if k in handed and r.status != "graded"}
     keys = journal_keys(graded["reports"] / "journal.jsonl")
-    assert set(keys) == set(run.submissions) and set(keys.values()) == {1}
+    assert set(keys) == handed and set(keys.values()) == {1}
     assert "worker-1" in graded["progress"] and "queued" in graded["progress"]
 
 
@@ -376,7 +379,7 @@ def test_the_cluster_gives_each_submission_its_controls_points_and_twins_run_apa
     assert points(run, "partial", PS3) == PS3_CONTROL_POINTS["partial"]
     for student in PS3_ATTACKS:
         assert points(run, student, PS3) == PS3_CONTROL_POINTS[EXPECTED["attacks"][student]["control"]], student
-    assert {key for key in run.submissions if key[1] == PS3} == {("partial", PS3), *((s, PS3) for s in PS3_ATTACKS)}
+    assert {key for key in graded["handed"] if key[1] == PS3} == {("partial", PS3), *((s, PS3) for s in PS3_ATTACKS)}
     assert twin.seed != original.seed and twin.sha256 == original.sha256      # same bytes, two runs
 
 
