@@ -365,7 +365,8 @@ def hostile(sandboxes, tmp_path_factory):
     shutil.copytree(HOSTILE / "submissions", root / "submitted")          # nbgrader's own layout
     sequential = grade(root, [PS1], root / "controls", reports_dir=root / "grades_sequential", workers=1)
     pool = grade(root, [PS1], root / "controls", reports_dir=root / "grades_pool")
-    ps3 = grade(root, [PS3], root / "controls", reports_dir=root / "grades_ps3")
+    # PS3's controls alone, without the canary (the attack batch below sings PS3's): CI time
+    ps3 = grade(root, [PS3], root / "controls", reports_dir=root / "grades_ps3", canary=False)
     attacked = sorted(p.name for p in (HOSTILE / "submissions").iterdir())
     classmates = sorted({p.name for p in (root / "submitted").iterdir()} - set(attacked))   # controls, collected
     outputs = OUTPUT_DIRS + ("gradebook.db",) + tuple(f"autograded/{student}" for student in attacked)
