@@ -437,6 +437,8 @@ def test_no_trick_earns_a_point(hostile):
         if check.id in ("rope_odd", "attn_odd"):                   # bias_too_many: no values check of test_bias passes
             honest["ps3_flag_forger"][check_cell(check.id)] += check.max_points
     assert scored == honest
+    printed = "".join(chunk for cell in run.submissions["sdpa_patcher", PS3].run["outputs"].values() for _, chunk in cell)
+    assert "patched scaled_dot_product_attention" in printed        # its patches ran in the sandbox, to no avail
     assert {student: spec["assignment"] for student, spec in EXPECTED["attacks"].items() if spec["assignment"] == PS3} \
         == {"sdpa_patcher": PS3, "ps3_solution_runner": PS3, "ps3_flag_forger": PS3}
 
