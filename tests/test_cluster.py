@@ -49,9 +49,11 @@ from conftest import ROOT, Clock, copy_course
 
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile_class"
 EXPECTED = json.loads((HOSTILE / "expected.json").read_text())
-PS1 = EXPECTED["assignment"]
+PS1, PS3 = "ps1_learnable_pe", "ps3_rope"
 CONTROL_POINTS = {"blank": 0.0, "partial": 4.5, "shape_only": 0.0}      # partial: no length check
+PS3_CONTROL_POINTS = {"partial": 8.0}                                     # RoPE and its attention, no raise
 ATTACKS = ["input_reader"]
+PS3_ATTACKS = ["sdpa_patcher"]
 BROKEN = ["memory_hog"]
 
 
@@ -292,11 +294,11 @@ def prober(addresses):
     return notebook
 
 
-def hand_in(folder, students):
-    """Copy the named controls, attacks and broken notebooks into ``folder``; a twin of 'partial' too."""
+def hand_in(folder, students, assignment=PS1):
+    """Copy the named controls, attacks and broken notebooks of ``assignment`` into ``folder``."""
     for student in students:
-        source = HOSTILE / ("controls" if student in CONTROL_POINTS else "submissions") / student
-        shutil.copytree(source, folder / student)
+        source = HOSTILE / ("controls" if student in CONTROL_POINTS else "submissions") / student / assignment
+        shutil.copytree(source, folder / student / assignment)
     return folder
 
 
@@ -307,11 +309,13 @@ def journal_keys(path):
 
 @pytest.fixture(scope="module")
 def graded(cluster, tmp_path_factory):
-    """Two controls, a twin, an attack, a broken notebook and the prober graded on the cluster; worker-0 is
-    killed (SIGKILL) while it runs one of them, and replaced after the batch."""
+    """Two controls, a twin, an attack, a broken notebook and the prober graded on the cluster, with PS3's
+    partial control and an attack on it in the same batch; worker-0 is killed (SIGKILL) while it runs one of
+    them, and replaced after the batch."""
     root = copy_course(tmp_path_factory.mktemp("cluster") / "course")
     handed = hand_in(root / "handed_in", ["blank", "partial", *ATTACKS, *BROKEN])
     shutil.copytree(handed / "partial", handed / "partial_twin")
+    hand_in(handed, ["partial", *PS3_ATTACKS], PS3)
     (handed / "prober" / PS1).mkdir(parents=True)
     with cluster.client() as client:
         workers = list(client.scheduler_info(n_workers=-1)["workers"])
@@ -335,28 +339,31 @@ def graded(cluster, tmp_path_factory):
     stderr, saved = io.StringIO(), sys.stderr
     sys.stderr = stderr
     try:
-        run = grade(root, [PS1], handed, reports_dir=reports, scheduler=cluster.address, certs=cluster.certs,
+        run = grade(root, [PS1, PS3], handed, reports_dir=reports, scheduler=cluster.address, certs=cluster.certs,
                     progress=True)
     finally:
         sys.stderr = saved
         done.set()
     killer.join(timeout=10)
     cluster.add_worker("worker-2")                   # joins while the next tests run
-    return {"root": root, "run": run, "reports": reports, "killed": killed.is_set(), "progress": stderr.getvalue()}
+    return {"root": root, "run": run, "reports": reports, "killed": killed.is_set(), "progress": stderr.getvalue(),
+            "handed": {(p.parent.name, p.name) for p in handed.glob("*/*")}}
 
 
-def points(run, student):
-    return sum(p for p in run.table.points[student, PS1].values() if p is not None)
+def points(run, student, assignment=PS1):
+    return sum(p for p in run.table.points[student, assignment].values() if p is not None)
 
 
 @pytest.mark.slow
 def test_a_worker_killed_mid_batch_loses_nothing_and_grades_nothing_twice(graded):
     run = graded["run"]
     assert graded["killed"], "worker-0 was not killed while running a submission"
-    assert all(record.status == "graded" for record in run.submissions.values()), \
-        {k: r.issue_texts() for k, r in run.submissions.items() if r.status != "graded"}
+    handed = graded["handed"]                     # (student, assignment); the other assignment's are 'missing'
+    assert {k: r.status for k, r in run.submissions.items()} == {
+        (s, a): "graded" if (s, a) in handed else "missing" for s, _ in handed for a in (PS1, PS3)}, \
+        {k: r.issue_texts() for k, r in run.submissions.items() if k in handed and r.status != "graded"}
     keys = journal_keys(graded["reports"] / "journal.jsonl")
-    assert set(keys) == set(run.submissions) and set(keys.values()) == {1}
+    assert set(keys) == handed and set(keys.values()) == {1}
     assert "worker-1" in graded["progress"] and "queued" in graded["progress"]
 
 
@@ -369,6 +376,10 @@ def test_the_cluster_gives_each_submission_its_controls_points_and_twins_run_apa
         assert points(run, student) == CONTROL_POINTS[EXPECTED["attacks"][student]["control"]], student
     twin, original = run.submissions["partial_twin", PS1], run.submissions["partial", PS1]
     assert points(run, "partial_twin") == points(run, "partial") == 4.5
+    assert points(run, "partial", PS3) == PS3_CONTROL_POINTS["partial"]
+    for student in PS3_ATTACKS:
+        assert points(run, student, PS3) == PS3_CONTROL_POINTS[EXPECTED["attacks"][student]["control"]], student
+    assert {key for key in graded["handed"] if key[1] == PS3} == {("partial", PS3), *((s, PS3) for s in PS3_ATTACKS)}
     assert twin.seed != original.seed and twin.sha256 == original.sha256      # same bytes, two runs
 
 

@@ -20,7 +20,7 @@ from attnkit_grader.isolation.notebook_run import RunnerJob
 
 from conftest import ROOT, copy_course
 
-PS1 = "ps1_learnable_pe"
+PS1, PS3 = "ps1_learnable_pe", "ps3_rope"
 ASSIGNMENTS = [PS1, "ps2_relative_pe"]
 NOTEBOOK = b'{"cells": []}'
 
@@ -168,8 +168,9 @@ def test_the_door_program_refuses_a_state_folder_others_can_enter(tmp_path):
 
 @pytest.mark.slow
 def test_a_batch_graded_through_the_door_gets_the_grades_of_an_in_process_sandbox(sandboxes, tmp_path, monkeypatch):
-    """The hostile class's controls graded through a door program (as the hub's sudo would start it, here
-    directly: the tests run as root) give the points of expected.json, and this process starts no sandbox."""
+    """The hostile class's controls (PS1's and PS3's) graded through a door program (as the hub's sudo would
+    start it, here directly: the tests run as root) give the points of expected.json, and this process starts
+    no sandbox."""
     if os.geteuid() != 0:
         pytest.skip("the door runs as root")
     expected = json.loads((ROOT / "tests" / "fixtures" / "hostile_class" / "expected.json").read_text())
@@ -185,10 +186,14 @@ def test_a_batch_graded_through_the_door_gets_the_grades_of_an_in_process_sandbo
         raise AssertionError("the grading process started a sandbox itself")
 
     monkeypatch.setattr(bwrap.Sandbox, "run", no_local_sandbox)
-    run = grade(root, [PS1], controls, reports_dir=root / "grades")
-    points = {student: sum(run.table.points[student, PS1].values()) for student in expected["controls"]}
+    run = grade(root, [PS1, PS3], controls, reports_dir=root / "grades")
+    points = {student: sum(run.table.points[student, PS1].values()) for student in expected["controls"][PS1]}
     assert points == {"blank": 0.0, "partial": 4.5, "shape_only": 0.0}, points
-    assert all(record.status == "graded" for record in run.submissions.values())
+    points = {student: sum(run.table.points[student, PS3].values()) for student in expected["controls"][PS3]}
+    assert points == {"blank": 0.0, "partial": 8.0}, points                  # RoPE and its attention, no raise
+    graded = {key for key, record in run.submissions.items() if record.status == "graded"}
+    assert graded == {(s, a) for a in (PS1, PS3) for s in expected["controls"][a]}
+    assert all(record.status in ("graded", "missing") for record in run.submissions.values())
     assert not (root / "grades" / "work" / "public").exists()          # the door staged its own packages
     assert not list((tmp_path / "door-state").glob("run-*"))           # and removed its scratch folders
     mode = stat.S_IMODE((tmp_path / "door-state").stat().st_mode)

@@ -1,16 +1,20 @@
 """The sandboxed grader wired into `attnkit grade`: hostile submissions, one writer, resuming after kill -9.
 
-Fast tests cover the journal, the progress bar, the seeds, the restored notebook and the feedback page.
-The slow ones grade, in a temporary copy of the course, the hostile class of
+Fast tests cover the journal, the progress bar, the seeds, the restored notebook and the feedback page,
+and show that PS3's sdpa_patcher does fool a reference computed in its own process (plain nbgrader's
+hidden tests). The slow ones grade, in a temporary copy of the course, the hostile class of
 tests/fixtures/hostile_class (built by make_hostile_class.py) ONCE per session:
 
-1. its controls (the honest parts alone) with ``--workers 1`` and with the default pool: same grades
-   (collected into submitted/, where they stay as the attackers' classmates);
-2. its attacks and broken notebooks, handed in as nbgrader's submitted/ folder and graded with the
-   classmates, after which every file of the course but the grader's outputs (reports folder, the
-   attacked submissions' autograded/ copies) is byte-identical, and the classmates' gradebook rows too;
-3. each attack scores exactly its control's points (the one documented exception: the self-reported
-   ValueError flag of pe_too_long), each broken notebook gets its reason and its control's points;
+1. its PS1 controls (the honest parts alone) with ``--workers 1`` and with the default pool: same grades,
+   and its PS3 controls alone (all collected into submitted/, where they stay as the attackers' classmates);
+2. its attacks (PS1 and PS3) and broken notebooks, handed in as nbgrader's submitted/ folder and graded
+   with the classmates in one batch, after which every file of the course but the grader's outputs
+   (reports folder, the attacked submissions' autograded/ copies) is byte-identical, and the classmates'
+   gradebook rows too;
+3. each attack scores exactly its control's points (the documented exception: the self-reported ValueError
+   flags, pe_too_long in PS1, rope_odd, attn_odd and bias_too_many in PS3, which gain what the raise
+   earns where a values check of the same cell passes), each broken notebook gets its reason and its
+   control's points;
 4. a batch killed with SIGKILL once submissions are journalled resumes and ends with the same grades.
 
 Sandboxed runs need bubblewrap (`apt-get install -y bubblewrap`): without it they are skipped, or fail
@@ -50,12 +54,17 @@ ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile_class"
 EXAMPLE = ROOT / "examples" / "example_class"
 EXPECTED = json.loads((HOSTILE / "expected.json").read_text())
-PS1 = EXPECTED["assignment"]
+PS1, PS3 = "ps1_learnable_pe", "ps3_rope"
+assert EXPECTED["assignments"] == [PS1, PS3]
 TESTS = ("test_pe_table", "test_pe_forward")
+CELLS = {PS1: TESTS, PS3: ("test_rope", "test_rotary_attention", "test_slopes", "test_bias", "test_alibi_attention")}
 # The one result a submission can forge: whether pe(X) raised ValueError past max_len is the submission's
 # own report (see the docstring of attnkit_grader.judging.engine): a check of a property, worth a one-line raise.
 FLAG_CHECK = "n = max_len positions work and a longer sequence raises ValueError"   # the one self-reported result
-OUTPUT_DIRS = ("grades", "grades_sequential", "grades_pool")
+# PS3's: the ValueError outcomes of these probes, checks of properties in cells where partial's values pass
+# (rope_odd, attn_odd) or where no values check passes (bias_too_many, alibi_bias not written).
+PS3_FLAGS = ("rope_odd", "attn_odd", "bias_too_many")
+OUTPUT_DIRS = ("grades", "grades_sequential", "grades_pool", "grades_ps3")
 
 
 # --- fast: the parts, without a sandbox ---------------------------------------------------------------------
@@ -161,6 +170,48 @@ def test_any_change_to_code_that_decides_a_verdict_grades_a_resumed_batch_again(
     for what, other in (("lock", "0" * 16), ("packages", "1" * 16), ("torch", "2.14.1"), ("numpy", "2.5.0")):
         monkeypatch.setattr(locks, "identity", lambda what=what, other=other: {**identity, what: other})
         assert sandboxed.SandboxAutograder.fingerprint(autograder, release) != before, what   # another environment
+
+
+# Runs sdpa_patcher's notebook as plain nbgrader would (every code cell in one process), then what a hidden
+# test there does: the reference computed in that same process. In a subprocess: its patches stay there.
+IN_ITS_OWN_KERNEL = """
+import json, sys
+import nbformat, torch
+from attnkit_assignments.ps3_rope import reference
+
+gen = torch.Generator().manual_seed(2)
+q, k, v = (torch.randn(1, 2, 4, 4, generator=gen) for _ in range(3))
+slopes = torch.tensor([0.5, 0.25])
+truth = reference.causal_alibi_attention(q, k, v, slopes)
+torch.manual_seed(0)
+rope = reference.RotaryMultiHeadAttention(8, 2, 0.0).eval()
+X = torch.randn(2, 5, 8, generator=gen)
+rope_truth = rope(X, X, X, causal=True)
+namespace = {}
+for cell in nbformat.read(sys.argv[1], as_version=4).cells:
+    if cell.cell_type == "code" and not cell.metadata.get("nbgrader", {}).get("grade"):
+        exec(compile(cell.source, "<cell>", "exec"), namespace)
+namespace.update(q=q, k=k, v=v, slopes=slopes, X=X, reference=reference, weights=rope.state_dict())
+exec("answer = causal_alibi_attention(q, k, v, slopes)\\n"
+     "expected = reference.causal_alibi_attention(q, k, v, slopes)\\n"
+     "mine = RotaryMultiHeadAttention(8, 2, 0.0).eval()\\n"
+     "mine.load_state_dict(weights)\\n"
+     "own = mine(X, X, X, causal=True)", namespace)
+print(json.dumps({"fooled": bool(torch.equal(namespace["answer"], namespace["expected"])),
+                  "wrong": not bool(torch.allclose(namespace["answer"], truth, atol=1e-3)),
+                  "own_code_unpatched": bool(torch.allclose(namespace["own"], rope_truth, atol=1e-5))}))
+"""
+
+
+def test_the_sdpa_patcher_fools_a_reference_computed_in_its_own_kernel():
+    """Why the sandbox computes every reference outside the student's process: run as plain nbgrader runs it,
+    sdpa_patcher's wrong causal_alibi_attention equals the reference computed beside it (the patched
+    F.scaled_dot_product_attention hands the reference the wrong answer), while its own RoPE attention still
+    works. The slow tests grade it in the sandbox: its control's points, no more."""
+    notebook = HOSTILE / "submissions" / "sdpa_patcher" / PS3 / f"{PS3}.ipynb"
+    done = subprocess.run([sys.executable, "-c", IN_ITS_OWN_KERNEL, str(notebook)], capture_output=True, text=True,
+                          timeout=300, check=True)
+    assert json.loads(done.stdout.splitlines()[-1]) == {"fooled": True, "wrong": True, "own_code_unpatched": True}
 
 
 def test_seeds_depend_on_course_assignment_and_student_only():
@@ -314,6 +365,8 @@ def hostile(sandboxes, tmp_path_factory):
     shutil.copytree(HOSTILE / "submissions", root / "submitted")          # nbgrader's own layout
     sequential = grade(root, [PS1], root / "controls", reports_dir=root / "grades_sequential", workers=1)
     pool = grade(root, [PS1], root / "controls", reports_dir=root / "grades_pool")
+    # PS3's controls alone, without the canary (the attack batch below sings PS3's): CI time
+    ps3 = grade(root, [PS3], root / "controls", reports_dir=root / "grades_ps3", canary=False)
     attacked = sorted(p.name for p in (HOSTILE / "submissions").iterdir())
     classmates = sorted({p.name for p in (root / "submitted").iterdir()} - set(attacked))   # controls, collected
     outputs = OUTPUT_DIRS + ("gradebook.db",) + tuple(f"autograded/{student}" for student in attacked)
@@ -323,24 +376,31 @@ def hostile(sandboxes, tmp_path_factory):
     saved, sys.stderr = sys.stderr, stderr
     try:
         start = time.monotonic()
-        run = grade(root, [PS1], root / "submitted", reports_dir=root / "grades", progress=True)
+        run = grade(root, [PS1, PS3], root / "submitted", reports_dir=root / "grades", progress=True)
         seconds = time.monotonic() - start
     finally:
         sys.stderr = saved
-    return {"root": root, "sequential": sequential, "pool": pool, "run": run, "attacked": attacked,
+    handed = sorted((p.parent.name, p.name) for p in (root / "submitted").glob("*/*") if p.is_dir())
+    return {"root": root, "sequential": sequential, "pool": pool, "ps3": ps3, "run": run, "attacked": attacked,
+            "handed": handed,
             "classmates": classmates, "files": (files_before, tree_digest(root, skip=outputs)),
             "rows": (rows_before, gradebook_rows(root / "gradebook.db", leave_out=attacked)),
             "progress": stderr.getvalue(), "seconds": seconds}
 
 
-def points(run, student):
-    return {cell: run.table.points[student, PS1][cell] for cell in TESTS}
+def points(run, student, assignment=PS1):
+    return {cell: run.table.points[student, assignment][cell] for cell in CELLS[assignment]}
+
+
+def controls_of(hostile, assignment):
+    """The run that graded the controls of ``assignment`` alone (PS1's: the pool)."""
+    return hostile["pool"] if assignment == PS1 else hostile["ps3"]
 
 
 @pytest.mark.slow
 def test_controls_grade_the_same_with_one_worker_and_with_the_pool(hostile):
     sequential, pool = hostile["sequential"], hostile["pool"]
-    assert set(EXPECTED["controls"]) == set(pool.table.students)
+    assert set(EXPECTED["controls"][PS1]) == set(pool.table.students)
     assert sequential.table.as_dict() == pool.table.as_dict()
     for key, record in pool.submissions.items():
         other = sequential.submissions[key]
@@ -352,14 +412,35 @@ def test_controls_grade_the_same_with_one_worker_and_with_the_pool(hostile):
 
 
 @pytest.mark.slow
+def test_ps3_controls_graded_alone(hostile):
+    """PS3's controls: the blank release scores 0; partial, RoPE and its attention right but without the two
+    raises (0.5 each), and the ALiBi answers as released."""
+    ps3 = hostile["ps3"]
+    statuses = {student: record.status for (student, _), record in ps3.submissions.items()}
+    assert statuses == {**dict.fromkeys(EXPECTED["controls"][PS3], "graded"), "shape_only": "missing"}  # PS1 only
+    nothing = dict.fromkeys(CELLS[PS3], 0.0)
+    assert points(ps3, "blank", PS3) == nothing
+    assert points(ps3, "partial", PS3) == {**nothing, "test_rope": 3.5, "test_rotary_attention": 4.5}
+
+
+@pytest.mark.slow
 def test_no_trick_earns_a_point(hostile):
-    """Each attack scores what its honest control scores; the flag forger, what its control would score with
-    the one-line raise the exercise asks for (see the next test): nothing a forger gains is out of reach."""
-    run, controls = hostile["run"], hostile["pool"]
-    scored = {student: points(run, student) for student in EXPECTED["attacks"]}
-    honest = {student: points(controls, spec["control"]) for student, spec in EXPECTED["attacks"].items()}
-    honest["flag_forger"]["test_pe_forward"] += flag_check(controls, "partial").max_points
+    """Each attack scores what its honest control scores; the flag forgers, what their control would score
+    with the raises the exercise asks for where a values check of the cell passes (see the next tests):
+    nothing a forger gains is out of reach."""
+    run = hostile["run"]
+    scored = {student: points(run, student, spec["assignment"]) for student, spec in EXPECTED["attacks"].items()}
+    honest = {student: points(controls_of(hostile, spec["assignment"]), spec["control"], spec["assignment"])
+              for student, spec in EXPECTED["attacks"].items()}
+    honest["flag_forger"]["test_pe_forward"] += flag_check(hostile["pool"], "partial").max_points
+    for check in ps3_checks(hostile["ps3"], "partial").values():
+        if check.id in ("rope_odd", "attn_odd"):                   # bias_too_many: no values check of test_bias passes
+            honest["ps3_flag_forger"][check_cell(check.id)] += check.max_points
     assert scored == honest
+    printed = "".join(chunk for cell in run.submissions["sdpa_patcher", PS3].run["outputs"].values() for _, chunk in cell)
+    assert "patched scaled_dot_product_attention" in printed        # its patches ran in the sandbox, to no avail
+    assert {student: spec["assignment"] for student, spec in EXPECTED["attacks"].items() if spec["assignment"] == PS3} \
+        == {"sdpa_patcher": PS3, "ps3_solution_runner": PS3, "ps3_flag_forger": PS3}
 
 
 @pytest.mark.slow
@@ -386,10 +467,38 @@ def flag_check(run, student):
     return flag
 
 
+def ps3_checks(run, student):
+    """{check id: CheckResult} of a PS3 submission."""
+    return {check.id: check for checks in run.submissions[student, PS3].checked.values() for check in checks}
+
+
+def check_cell(check_id):
+    return next(spec.grade_id for spec in registry.specs(PS3) if spec.id == check_id)
+
+
+@pytest.mark.slow
+def test_the_forged_ps3_flags_gain_the_raises_only_where_the_values_pass(hostile):
+    """ps3_flag_forger forges PS3's three self-reported results (rope_odd, attn_odd, bias_too_many: whether a
+    ValueError was raised, which nothing outside the process can verify). They are checks of properties, so a
+    forged pass counts only where a check of the same cell's values passes: on partial (RoPE and its attention
+    right, neither raise written, alibi_bias not written) the forgery turns rope_odd and attn_odd into passes
+    and gains their 0.5 + 0.5 points, what the two one-line raises earn; bias_too_many stays failed."""
+    forged, control = ps3_checks(hostile["run"], "ps3_flag_forger"), ps3_checks(hostile["ps3"], "partial")
+    changed = {name for name in forged if forged[name].passed != control[name].passed}
+    assert changed == {"rope_odd", "attn_odd"}
+    for name in PS3_FLAGS:
+        assert forged[name].kind == control[name].kind == "property", name
+    assert not forged["bias_too_many"].passed and not control["bias_too_many"].passed
+    assert not any(forged[name].passed for name in forged if check_cell(name) == "test_bias")
+    gained = sum(forged[name].points - control[name].points for name in forged)
+    assert gained == forged["rope_odd"].max_points + forged["attn_odd"].max_points == 1.0
+
+
 @pytest.mark.slow
 def test_broken_runs_get_a_reason_and_their_controls_points(hostile):
     run, controls = hostile["run"], hostile["pool"]
     for student, spec in EXPECTED["robust"].items():
+        assert spec["assignment"] == PS1, student
         record = run.submissions[student, PS1]
         assert record.status == "graded", (student, record.issues)
         assert points(run, student) == points(controls, spec["control"]), student
@@ -401,10 +510,13 @@ def test_broken_runs_get_a_reason_and_their_controls_points(hostile):
 def test_the_batch_completes_and_reports_every_submission(hostile):
     run = hostile["run"]
     everyone = hostile["attacked"] + hostile["classmates"]
-    assert {key: r.status for key, r in run.submissions.items()} == {(s, PS1): "graded" for s in everyone}
+    handed = hostile["handed"]                                 # (student, assignment): PS1 and PS3
+    assert {student for student, _ in handed} == set(everyone) and {a for _, a in handed} == {PS1, PS3}
+    statuses = {key: r.status for key, r in run.submissions.items()}
+    assert statuses == {(s, a): "graded" if (s, a) in handed else "missing" for s in everyone for a in (PS1, PS3)}
     lines = hostile["progress"].splitlines()
-    assert 1 <= len(lines) <= len(everyone) and lines[-1].startswith("[" + "#" * 24 + "]")
-    assert f" {len(everyone)}/{len(everyone)} " in lines[-1] and "done" in lines[-1]
+    assert 1 <= len(lines) <= len(handed) and lines[-1].startswith("[" + "#" * 24 + "]")
+    assert f" {len(handed)}/{len(handed)} " in lines[-1] and "done" in lines[-1]
     assert all("ETA" in line or "done" in line for line in lines)
     # off a terminal, a line every INTERVAL seconds at most (then the last): elapsed times, rounded to seconds
     elapsed = [elapsed_seconds(line) for line in lines[:-1]]
@@ -424,15 +536,17 @@ def test_nothing_changes_outside_the_output_folder_but_the_attacked_gradebook_ro
     assert before == after
     assert any(name.startswith("submitted/classmate_deleter/") for name in after)
     for student in hostile["attacked"]:
-        original = HOSTILE / "submissions" / student / PS1 / f"{PS1}.ipynb"
-        assert after[f"submitted/{student}/{PS1}/{PS1}.ipynb"] == hashlib.sha256(original.read_bytes()).hexdigest()
+        a = {**EXPECTED["attacks"], **EXPECTED["robust"]}[student]["assignment"]
+        original = HOSTILE / "submissions" / student / a / f"{a}.ipynb"
+        assert after[f"submitted/{student}/{a}/{a}.ipynb"] == hashlib.sha256(original.read_bytes()).hexdigest()
     rows_before, rows_after = hostile["rows"]
     assert rows_before == rows_after
-    assert set(hostile["classmates"]) == set(EXPECTED["controls"])          # their copies: byte-identical
+    assert set(hostile["classmates"]) == {s for controls in EXPECTED["controls"].values() for s in controls}
+    assert {(s, a) for s, a in hostile["handed"] if s in hostile["classmates"]} == {
+        (s, a) for a, controls in EXPECTED["controls"].items() for s in controls}   # their copies: byte-identical
     root = hostile["root"]
     autograded = sorted(p.relative_to(root).as_posix() for p in (root / "autograded").rglob("*") if not p.is_dir())
-    graded = hostile["attacked"] + hostile["classmates"]
-    assert autograded == sorted(f"autograded/{s}/{PS1}/{PS1}.ipynb" for s in graded)    # exactly one copy each
+    assert autograded == sorted(f"autograded/{s}/{a}/{a}.ipynb" for s, a in hostile["handed"])   # one copy each
     assert not (hostile["root"] / "feedback").exists()
 
 
@@ -442,28 +556,33 @@ def test_autograded_copies_hold_text_verdicts_and_no_hidden_test(hostile):
     the test cells, no line of the hidden tests."""
     from attnkit_grader.autograded_notebook import NOTEBOOK_CHARS
 
-    hidden = source_only_lines(PS1)
-    for (student, _), record in hostile["run"].submissions.items():
-        node = nbformat.read(hostile["root"] / "autograded" / student / PS1 / f"{PS1}.ipynb", as_version=4)
+    hidden = {a: source_only_lines(a) for a in (PS1, PS3)}
+    for (student, a), record in hostile["run"].submissions.items():
+        if record.status == "missing":                           # a student who handed in the other assignment
+            continue
+        node = nbformat.read(hostile["root"] / "autograded" / student / a / f"{a}.ipynb", as_version=4)
         outputs = [o for cell in node.cells for o in cell.get("outputs", [])]
         assert {o.output_type for o in outputs} <= {"stream"}, student
         assert sum(len(o.text) for o in outputs) < NOTEBOOK_CHARS + 20_000, student
         text = nbformat.writes(node)
-        assert not any(json.dumps(line)[1:-1] in text for line in hidden), student
-        tests = [c for c in node.cells if c.metadata.get("nbgrader", {}).get("grade_id") in TESTS]
-        assert [c.metadata["nbgrader"]["grade_id"] for c in tests] == list(TESTS), student
+        assert not any(json.dumps(line)[1:-1] in text for line in hidden[a]), student
+        tests = [c for c in node.cells if c.metadata.get("nbgrader", {}).get("grade_id") in CELLS[a]]
+        assert [c.metadata["nbgrader"]["grade_id"] for c in tests] == list(CELLS[a]), student
         for cell in tests:
-            earned = points(hostile["run"], student)[cell.metadata["nbgrader"]["grade_id"]]
+            earned = points(hostile["run"], student, a)[cell.metadata["nbgrader"]["grade_id"]]
             assert cell.outputs[0].text.startswith(f"Checked by the grader outside the notebook: {earned:g} /")
 
 
 @pytest.mark.slow
 def test_feedback_shows_each_check_and_its_message_never_hidden_test_code(hostile):
     run = hostile["run"]
-    hidden = source_only_lines(PS1)
-    for (student, _), record in run.submissions.items():
+    hidden = {a: source_only_lines(a) for a in (PS1, PS3)}
+    for (student, a), record in run.submissions.items():
+        if record.status == "missing":
+            assert record.feedback is None, student
+            continue
         text = Path(record.feedback).read_text()
-        assert all(line not in text for line in hidden), student
+        assert all(line not in text for line in hidden[a]), student
         for checks in record.checked.values():
             for check in checks:
                 assert escape(check.name) in text and (check.passed or escape(check.text()) in text)   # jinja2's escaping
@@ -484,7 +603,7 @@ def test_reports_table_csv_and_plots(hostile):
         rows = list(csv.DictReader(handle))
     everyone = set(hostile["attacked"]) | set(hostile["classmates"])
     assert {r["student"] for r in rows} == everyone
-    assert len(rows) == len(registry.describe(PS1)) * len(everyone)       # one row per check, scored or not
+    assert len(rows) == sum(len(registry.describe(a)) for _, a in hostile["handed"])   # one row per check
     table = run.reports["table.txt"].read_text()
     assert "Lost points (first failed check of each exercise)" in table
     assert "stuck_loop / ps1_learnable_pe / test_pe_forward (2.5/4): " in table

@@ -327,11 +327,15 @@ def test_warm_and_cold_starts_give_the_same_grades(tmp_path):
     runs = {}
     for mode in (True, False):
         root = copy_course(tmp_path / f"course-{mode}")
-        runs[mode] = grade(root, [PS1], controls, reports_dir=root / "grades", warm=mode, workers=2)
+        runs[mode] = grade(root, [PS1, "ps3_rope"], controls, reports_dir=root / "grades", warm=mode, workers=2)
     assert runs[True].table.as_dict() == runs[False].table.as_dict()
+    graded = {mode: {key for key, record in run.submissions.items() if record.status == "graded"}
+              for mode, run in runs.items()}
+    assert graded[True] == graded[False] == {(s, PS1) for s in ("blank", "partial", "shape_only")} | {
+        (s, "ps3_rope") for s in ("blank", "partial")}                            # PS3's controls too
     for key, record in runs[True].submissions.items():
         assert (record.status, record.checked) == (runs[False].submissions[key].status,
                                                    runs[False].submissions[key].checked), key
-    cold = {key: record.run.get("warm") for key, record in runs[False].submissions.items()}
-    warm_ = {key: record.run.get("warm") for key, record in runs[True].submissions.items()}
+    cold = {key: runs[False].submissions[key].run.get("warm") for key in graded[False]}
+    warm_ = {key: runs[True].submissions[key].run.get("warm") for key in graded[True]}
     assert set(cold.values()) == {False} and set(warm_.values()) == {True}
