@@ -57,7 +57,7 @@ def test_french_notebook_uses_no_break_spaces(path):
 
 
 def test_there_are_french_lectures_and_assignment_editions():
-    assert len(LECTURES) == 4 and len(EDITIONS) == 2, [p.name for p in FRENCH]
+    assert len(LECTURES) == 4 and len(EDITIONS) == 3, [p.name for p in FRENCH]
 
 
 def test_ordinary_spaces_and_line_breaks_are_reported():

@@ -503,9 +503,11 @@ def test_plain_nbgrader_is_still_one_option_away(toy_course, tmp_path, capsys):
 REPORTED = {
     ("blank", "ps1_learnable_pe"): "no answer changed since the release",
     ("blank", "ps2_relative_pe"): "no answer changed since the release",
+    ("blank", "ps3_rope"): "no answer changed since the release",
     ("broken_json", "ps1_learnable_pe"): "is not valid JSON",
     ("cheat_exec", "ps1_learnable_pe"): "uses the reference solutions",
     ("cheat_import", "ps2_relative_pe"): "uses the reference solutions",
+    ("cheat_import", "ps3_rope"): "uses the reference solutions",
     ("deleted_test_cell", "ps1_learnable_pe"): "test cell 'test_pe_forward' was deleted",
     ("import_error", "ps2_relative_pe"): "raised ModuleNotFoundError: No module named 'not_a_module'",
     ("infinite_loop", "ps1_learnable_pe"): "ran over the 30 s limit and was interrupted",
@@ -742,6 +744,8 @@ MISTAKES = {
     ("bug_no_value_term", "ps2_relative_pe"): {"relative_values_missing"},
     ("bug_skew_reversed", "ps2_relative_pe"): {"skewed_rows_reversed"},     # its skew: no catalogued mistake
     ("partial", "ps2_relative_pe"): {"valid_lens_ignored"},
+    ("partial", "ps3_rope"): {"alibi_formula_for_any_count", "alibi_no_causal_mask"},
+    ("bug_sign_flip", "ps3_rope"): {"alibi_bias_sign"},
 }
 SITE_INSIGHT = ROOT / "site" / "pages" / "en" / "guide" / "insight.json"
 

@@ -83,6 +83,12 @@ FAILED = {
     ("bug_skew_reversed", "ps2_relative_pe"): SKEW | {"causal_agree", "causal_worked", "causal_skewed_parity",
                                                       "causal_memory"},
     ("import_error", "ps2_relative_pe"): INDEX | ATTENTION,
+    ("cheat_import", "ps3_rope"): EVERY_CHECK["ps3_rope"],
+    # the slopes 2^(-8h/n) for any head count (right for powers of two) and no causal mask in the ALiBi attention
+    ("partial", "ps3_rope"): {"slopes_edge", "slopes_other", "slopes_random", "alibi_worked", "alibi_cache",
+                              "alibi_random"},
+    ("bug_sign_flip", "ps3_rope"): {"bias_square", "bias_cache", "bias_edge", "bias_random", "alibi_worked",
+                                    "alibi_cache", "alibi_random"},
 }
 
 
@@ -563,6 +569,10 @@ AGAINST_REFERENCE = {
     "ps2_relative_pe": {"index_example", "index_edge", "index_saturation", "attn_self_parity", "attn_cross_parity",
                         "attn_zero_distance", "skew_example", "skew_gather", "causal_agree", "causal_naive_parity",
                         "causal_skewed_parity", "causal_memory"},
+    # the slopes are a function of the head count alone, and the edge cases' inputs are fixed: left out
+    "ps3_rope": {"rope_example", "rope_edge", "rope_random", "attn_worked", "attn_cached", "attn_causal_parity",
+                 "attn_cross_parity", "bias_square", "bias_cache", "bias_random", "alibi_worked", "alibi_cache",
+                 "alibi_random"},
 }
 
 
@@ -576,6 +586,8 @@ def test_answers_precomputed_for_other_inputs_fail_every_comparison_with_the_ref
 def forged_outputs(assignment, inputs):
     """What a submission in full control of its sandbox can write without computing the exercise:
     zeros, echoes of its inputs, uniform or one-hot weights, and any flag it likes."""
+    if assignment == "ps3_rope":
+        return _forged_ps3(inputs)
     forged = {}
     for probe, entry in inputs.items():
         a, p = entry["arrays"], entry["params"]
@@ -637,6 +649,40 @@ def forged_outputs(assignment, inputs):
             L, d = p["length"], p["head_dim"]
             out = {"shapes": np.array([[1, L, d], [1, L, L]]), "output_rows": np.zeros((len(a["rows"]), d)),
                    "weight_rows": np.zeros((len(a["rows"]), L))}
+        forged[probe] = out
+    return forged
+
+
+def _forged_ps3(inputs):
+    """Problem set 3's: zeros for every tensor, uniform weights, the same scores before and after a shift,
+    a constant slope, and ValueError wherever one is required."""
+    forged = {}
+    for probe, entry in inputs.items():
+        a, p = entry["arrays"], entry["params"]
+        if probe in ("rope_odd", "attn_odd", "bias_too_many"):
+            out = {"outcome": np.array(1)}
+        elif probe == "rope_shape":
+            out = {"output": np.zeros_like(a["x"])}
+        elif probe in ("rope_example", "rope_edge"):
+            out = {f"output_{i}": np.zeros_like(a[f"x_{i}"]) for i in range(p["cases"])}
+        elif probe == "rope_relative":
+            n = a["q"].shape[0]
+            out = {"scores_positions": np.zeros((n, n)), "scores_shifted": np.zeros((n, n))}
+        elif probe == "rope_random":
+            out = {"output32": np.zeros_like(a["x"]), "output64": np.zeros_like(a["x"])}
+        elif probe == "attn_cached":
+            out = {"full": np.zeros(a["queries"].shape), "step": np.zeros(a["step_queries"].shape)}
+        elif probe.startswith("attn"):
+            batch, q, k = a["queries"].shape[0], a["queries"].shape[1], a["keys"].shape[1]
+            out = {"output": np.zeros((batch, q, p["num_hiddens"])),
+                   "attention_weights": np.full((batch, p["num_heads"], q, k), 1.0 / k)}
+        elif probe.startswith("slopes"):
+            out = {f"slopes_{n}": np.full(n, 0.5) for n in p["counts"]}
+        elif probe.startswith("bias"):
+            out = {f"bias_{i}": np.zeros((a[f"slopes_{i}"].shape[0], q, n)) for i, (q, n) in enumerate(p["cases"])}
+        else:                                                           # the causal ALiBi attention
+            out = {f"output_{i}": np.zeros(a[f"queries_{i}"].shape[:3] + a[f"values_{i}"].shape[3:])
+                   for i in range(p["cases"])}
         forged[probe] = out
     return forged
 

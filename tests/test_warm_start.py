@@ -241,7 +241,7 @@ def test_a_job_cannot_exhaust_the_zygotes_descriptors(zygote_box, tmp_path):
 def test_the_zygote_imported_everything_on_one_thread(zygote_box, tmp_path):
     run(zygote_box, tmp_path, "x = 1")
     assert zygote_box.ready["threads"] == 1
-    assert zygote_box.ready["assignments"] == ["ps1_learnable_pe", "ps2_relative_pe"]
+    assert zygote_box.ready["assignments"] == ["ps1_learnable_pe", "ps2_relative_pe", "ps3_rope"]
     loaded = [line for line in Path(f"/proc/{zygote_pid(zygote_box)}/maps").read_text().splitlines()
               if "libtorch" in line]
     assert loaded, "torch is imported before any job"

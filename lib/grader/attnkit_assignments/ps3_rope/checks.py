@@ -304,7 +304,7 @@ CHECKS = [
     Spec("test_bias", "bias_square", "the worked case: 4 queries, 4 keys, slopes (0.5, 0.25)", 0.75, _check_bias),
     Spec("test_bias", "bias_cache", "with a cache: 2 queries over 5 keys sit at positions 3 and 4", 0.5,
          _check_bias),
-    Spec("test_bias", "bias_edge", "edge cases: one key, no query", 0.25, _check_bias),
+    Spec("test_bias", "bias_edge", "edge cases: one query, no query", 0.25, _check_bias),
     Spec("test_bias", "bias_too_many", "more queries than keys (5 over 3) raises ValueError", 0.25,
          _check_bias_too_many, kind="property"),
     Spec("test_bias", "bias_random", "random sizes and slopes: Toeplitz, m_h (j - i) with the queries last, <= 0 on "
@@ -321,7 +321,7 @@ CHECKS = [
 # The edge cases' words, one per case of the probes rope_edge, slopes_edge and bias_edge.
 _ROPE_EDGES = (N_("one pair, d = 2"), N_("one position"), N_("positions that do not start at 0"))
 _SLOPE_EDGES = (N_("one head"), N_("two heads"), N_("three heads: two, then one from 2p"))
-_BIAS_EDGES = (N_("one key"), N_("no query"))
+_BIAS_EDGES = (N_("one query"), N_("no query"))
 
 
 def make_inputs(rng, **_sizes):
@@ -397,7 +397,8 @@ def make_inputs(rng, **_sizes):
     heads = integer(1, 4)
     inputs["attn_odd"] = {"arrays": {}, "params": {"num_hiddens": heads * (2 * integer(1, 3) + 1), "num_heads": heads}}
     n = integer(3, 9)
-    case = attention_case(4, 2 * integer(2, 4), n, n, batch=2, bias=True, causal=True, base=[1000, 10000][integer(0, 1)])
+    case = attention_case(4, 2 * integer(2, 4), n, n, batch=2, bias=True, causal=True,
+                          base=[1000, 10000][integer(0, 1)])
     case["arrays"]["valid_lens"] = np.array([n, integer(1, n - 1)], dtype=np.int64)     # (batch,): one sequence padded
     inputs["attn_causal_parity"] = case
     q, k = integer(1, 4), integer(3, 9)
@@ -420,7 +421,8 @@ def make_inputs(rng, **_sizes):
     inputs["bias_square"] = bias_case([[n, n]])
     k = integer(4, 8)
     inputs["bias_cache"] = bias_case([[integer(1, k - 2), k]])
-    inputs["bias_edge"] = bias_case([[1, 1], [0, integer(1, 5)]], edges=list(_BIAS_EDGES))
+    inputs["bias_edge"] = bias_case([[1, integer(2, 6)], [0, integer(1, 5)]],   # one query sees a nonzero bias
+                                    edges=list(_BIAS_EDGES))
     k = integer(1, 5)
     inputs["bias_too_many"] = {"arrays": {"slopes": slopes(integer(1, 3))}, "params": {"sizes": [k + integer(1, 3), k]}}
     k = integer(2, 12)

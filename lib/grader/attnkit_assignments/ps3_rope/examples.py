@@ -41,7 +41,7 @@ def submissions(kit):
             "test_alibi_attention": 0.0}
     return {
         "partial": (kit.fill(partial), {"test_slopes": 0.5, "test_alibi_attention": 0.5}, ("Pat", "Partial")),
-        "bug_sign_flip": (kit.fill(sign), {"test_bias": 0.5, "test_alibi_attention": 0.5}, ("Simone", "Sign")),
+        "bug_sign_flip": (kit.fill(sign), {"test_bias": 0.25, "test_alibi_attention": 0.5}, ("Simone", "Sign")),
         "cheat_import": (kit.fill(importing), {**zero, "reason": "imports the reference solutions "
                                                                   "(attnkit_assignments): those cells score 0"},
                          ("Chet", "Importer")),
