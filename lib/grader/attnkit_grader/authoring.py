@@ -32,12 +32,13 @@ from typing import Callable
 from attnkit.i18n import N_
 from attnkit_sandbox.installed import NAME
 
-from .judging.compare import (Fail, Outputs, as32, as_tensor, close, equal, expect, fmt, scaled, sentence, shape_text,
-                              tolerance)
+from .judging.compare import (Fail, Outputs, as32, as_tensor, close, copy_linears, equal, expect, fmt, scaled, sentence,
+                              shape_text, tolerance)
 from .judging.in_kernel import run
 from .results import KINDS, Message
 
-__all__ = ["Assignment", "Bug", "Fail", "KINDS", "Message", "N_", "Outputs", "Spec", "as32", "as_tensor", "close", "equal",
+__all__ = ["Assignment", "Bug", "Fail", "KINDS", "Message", "N_", "Outputs", "Spec", "as32", "as_tensor", "close",
+           "copy_linears", "equal",
            "expect", "fmt", "raised", "run", "scaled", "sentence", "shape_text", "tolerance"]
 
 

@@ -116,6 +116,22 @@ def ints(values):
     return np.array(values, dtype=np.int64)
 
 
+def load_linears(module, arrays, names):
+    """Copy the grader's weights into the student's ``nn.Linear`` attributes ``names`` of ``module``: array
+    "NAME.weight", and "NAME.bias" when the grader gives one; AttributeError naming what is missing."""
+    from attnkit.checking import load_table             # the student package: in the sandbox, as everywhere
+
+    for name in names:
+        linear = getattr(module, name, None)
+        if linear is None or not isinstance(getattr(linear, "weight", None), torch.Tensor):
+            raise AttributeError(f"the module needs an nn.Linear attribute {name}")
+        load_table(linear.weight, as_tensor(arrays[f"{name}.weight"]))
+        if f"{name}.bias" in arrays:
+            if getattr(linear, "bias", None) is None:
+                raise AttributeError(f"{name} has no bias although the module was built with bias=True")
+            load_table(linear.bias, as_tensor(arrays[f"{name}.bias"]))
+
+
 # ---------------------------------------------------------------------------------------------------
 
 def probe(name, grade_id, function):

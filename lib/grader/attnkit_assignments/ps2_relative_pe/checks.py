@@ -9,8 +9,8 @@ import math
 import numpy as np
 import torch
 
-from attnkit_grader.authoring import (N_, Spec, as32, as_tensor, close, equal, expect, fmt, scaled, sentence, shape_text,
-                                       tolerance)
+from attnkit_grader.authoring import (N_, Spec, as32, as_tensor, close, copy_linears, equal, expect, fmt, scaled,
+                                       sentence, shape_text, tolerance)
 
 from .checks_causal import (_check_causal_agree, _check_causal_mask, _check_causal_parity, _check_causal_shapes,
                             _check_causal_worked, _check_memory)
@@ -113,11 +113,7 @@ def _reference_attention(params, arrays, dtype):
     module = ReferenceAttention(params["num_hiddens"], params["num_heads"], 0.0, params["max_distance"],
                                 bias=params.get("bias", False)).to(dtype).eval()
     with torch.no_grad():
-        for name in _LINEARS:
-            linear = getattr(module, name)
-            linear.weight.copy_(as_tensor(arrays[f"{name}.weight"], dtype))
-            if f"{name}.bias" in arrays:
-                linear.bias.copy_(as_tensor(arrays[f"{name}.bias"], dtype))
+        copy_linears(module, arrays, _LINEARS, dtype)
         module.rel_k.copy_(as_tensor(arrays["rel_k"], dtype))
         module.rel_v.copy_(as_tensor(arrays["rel_v"], dtype))
     return module

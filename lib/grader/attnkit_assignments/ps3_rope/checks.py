@@ -10,7 +10,8 @@ one mirrors a check of the notebook's test cell, worth the same points, on fresh
 import numpy as np
 import torch
 
-from attnkit_grader.authoring import N_, Spec, as_tensor, close, expect, scaled, sentence, shape_text, tolerance
+from attnkit_grader.authoring import (N_, Spec, as_tensor, close, copy_linears, expect, scaled, sentence, shape_text,
+                                       tolerance)
 
 from .reference import RotaryMultiHeadAttention as ReferenceAttention
 from .reference import alibi_bias, alibi_slopes, causal_alibi_attention, rotary_embedding
@@ -107,11 +108,7 @@ def _reference_attention(params, arrays, dtype):
     module = ReferenceAttention(params["num_hiddens"], params["num_heads"], 0.0, params.get("base", 10000),
                                 bias=params.get("bias", False)).to(dtype).eval()
     with torch.no_grad():
-        for name in _LINEARS:
-            linear = getattr(module, name)
-            linear.weight.copy_(as_tensor(arrays[f"{name}.weight"], dtype))
-            if f"{name}.bias" in arrays:
-                linear.bias.copy_(as_tensor(arrays[f"{name}.bias"], dtype))
+        copy_linears(module, arrays, _LINEARS, dtype)
     return module
 
 

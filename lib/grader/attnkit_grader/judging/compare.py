@@ -139,3 +139,13 @@ def as32(array):
 
 def as_tensor(array, dtype=torch.float64):
     return torch.from_numpy(np.array(array, dtype=np.float64)).to(dtype)
+
+
+def copy_linears(module, arrays, names, dtype=torch.float64):
+    """Copy a probe's weights into the reference's ``nn.Linear`` attributes ``names``, in ``dtype``: array
+    "NAME.weight", and "NAME.bias" when the probe had one (call it under ``torch.no_grad()``)."""
+    for name in names:
+        linear = getattr(module, name)
+        linear.weight.copy_(as_tensor(arrays[f"{name}.weight"], dtype))
+        if f"{name}.bias" in arrays:
+            linear.bias.copy_(as_tensor(arrays[f"{name}.bias"], dtype))

@@ -7,7 +7,7 @@ Staged into every sandbox (see attnkit_sandbox.probing): no reference code and n
 import torch
 
 from attnkit.checking import load_table, table_of
-from attnkit_sandbox.probing import as_long, as_tensor, floats, ints, lookup, native, probe, tensor_of
+from attnkit_sandbox.probing import as_long, as_tensor, floats, ints, load_linears, lookup, native, probe, tensor_of
 
 # ---------------------------------------------------------------------------------------------------
 # Problem set 2: relative_position_index(num_queries, num_keys, max_distance)
@@ -31,15 +31,7 @@ def _attention(namespace, params, arrays=None):
     module = cls(params["num_hiddens"], params["num_heads"], 0.0, params["max_distance"],
                  bias=params.get("bias", False))
     if arrays is not None:
-        for name in _LINEARS:
-            linear = getattr(module, name, None)
-            if linear is None or not isinstance(getattr(linear, "weight", None), torch.Tensor):
-                raise AttributeError(f"the module needs an nn.Linear attribute {name}")
-            load_table(linear.weight, as_tensor(arrays[f"{name}.weight"]))
-            if f"{name}.bias" in arrays:
-                if getattr(linear, "bias", None) is None:
-                    raise AttributeError(f"{name} has no bias although the module was built with bias=True")
-                load_table(linear.bias, as_tensor(arrays[f"{name}.bias"]))
+        load_linears(module, arrays, _LINEARS)
         for name in ("rel_k", "rel_v"):
             if not hasattr(module, name):
                 raise AttributeError(f"the module needs an attribute {name} (nn.Embedding or nn.Parameter)")

@@ -6,8 +6,7 @@ Staged into every sandbox (see attnkit_sandbox.probing): no reference code and n
 
 import torch
 
-from attnkit.checking import load_table
-from attnkit_sandbox.probing import as_long, as_tensor, floats, ints, lookup, native, probe
+from attnkit_sandbox.probing import as_long, as_tensor, floats, ints, load_linears, lookup, native, probe
 
 
 def _outcome(call):
@@ -77,15 +76,7 @@ def _attention(namespace, params, arrays=None):
     options = {"base": params["base"]} if "base" in params else {}       # else the default base, 10000
     module = cls(params["num_hiddens"], params["num_heads"], 0.0, bias=params.get("bias", False), **options)
     if arrays is not None:
-        for name in _LINEARS:
-            linear = getattr(module, name, None)
-            if linear is None or not isinstance(getattr(linear, "weight", None), torch.Tensor):
-                raise AttributeError(f"the module needs an nn.Linear attribute {name}")
-            load_table(linear.weight, as_tensor(arrays[f"{name}.weight"]))
-            if f"{name}.bias" in arrays:
-                if getattr(linear, "bias", None) is None:
-                    raise AttributeError(f"{name} has no bias although the module was built with bias=True")
-                load_table(linear.bias, as_tensor(arrays[f"{name}.bias"]))
+        load_linears(module, arrays, _LINEARS)
     module.eval()
     return module
 
