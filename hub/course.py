@@ -455,8 +455,9 @@ def owned_dir(parent, name, uid, gid, mode):
 
 
 def instructor_course(reset):
-    """~instructor/attention-kit: source/, translations/, release/, nbgrader_config.py; the students enrolled,
-    both assignments released to the exchange in every language; the instructor's own nbgrader config and
+    """~instructor/attention-kit: source/, translations/, release/, nbgrader_config.py (an existing folder gains
+    the assignments it lacks, nothing else); the students enrolled, every assignment released to the exchange
+    in every language; the instructor's own nbgrader config and
     extensions. Everything in the instructor's home is written by the instructor (see write_as)."""
     user = INSTRUCTOR
     home = Path(pwd.getpwnam(user).pw_dir)
@@ -471,6 +472,14 @@ def instructor_course(reset):
             f"c.Exchange.root = {str(exchange_dir())!r}\n"
             'c.LateSubmissionPlugin.penalty_method = "zero"\n'))
         write_as(user, course / "students.csv", "id\n" + "".join(f"{s}\n" for s in STUDENTS))
+    else:
+        # the instructor's folder stays as it is; an assignment added to the kit since it was made joins it
+        for folder in ("source", "translations", "release"):
+            new = sorted(p.name for p in (REPO / folder).iterdir()
+                         if p.is_dir() and not os.path.lexists(course / folder / p.name))
+            if new:
+                copy_as(user, REPO / folder, new, course / folder)
+                say(f"added {', '.join(new)} to {course / folder}")
     config = home / ".jupyter"
     write_as(user, config / "nbgrader_config.py",
              "# The instructor's nbgrader: the course folder (the formgrader's too).\n"
