@@ -17,7 +17,9 @@
 5. The reports registered in :data:`REPORTS`, each a function of the graded run: grades.csv (nbgrader's
    export), cells.csv and checks.csv, the per-cell table with the reason for every lost point, a score
    histogram, a per-exercise success-rate plot, a JSON report, the similarity report and the insight
-   report (what the class got wrong, by check and catalogued mistake: :mod:`.insight`).
+   report (what the class got wrong, by check and catalogued mistake: :mod:`.insight`). They cover the whole
+   course: every assignment in the gradebook, every student, the assignments not graded now as last graded
+   (:mod:`.coursewide`).
 
 This process is the only one that writes the gradebook. Running it twice on the same files gives the same
 scores, statuses and reasons. With the sandboxed grader, once the submissions are collected, nothing
@@ -45,12 +47,12 @@ from attnkit_sandbox.cells import MAX_NOTEBOOK_BYTES
 from .autograders.base import Job, NbgraderAutograder
 from .course import Course
 from .isolation import door
-from . import copies, insight, similarity
+from . import copies, coursewide, insight, similarity
 from .files import remove
 from .precheck import check_submission
 from .progress import Progress
 from .releases import compare_trees, release
-from .reports import (export_totals, format_table, number, plot_success, plot_totals, read_scores, write_cell_csv,
+from .reports import (export_totals, format_table, number, plot_success, plot_totals, write_cell_csv,
                       write_check_csv)
 from .results import Message, SubmissionResult
 
@@ -71,6 +73,7 @@ class GradingRun:
     reports: dict              # name -> Path of each file written in the reports folder
     warnings: list = field(default_factory=list)
     canary: str = None         # the canary's line (what it scored, its cost), where one was sung
+    graded: list = None        # the assignments graded by this run (the others' results were kept: .coursewide)
 
     def bad(self):
         return [s for _, s in sorted(self.submissions.items()) if s.bad]
@@ -155,8 +158,9 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
             bar.close()
     finally:
         autograder.close()
-    table = read_scores(course, assignments, students)
-    run = GradingRun(assignments, records, table, {}, warnings, getattr(autograder, "canary_summary", None))
+    run = coursewide.widen(course, GradingRun(assignments, records, None, {}, warnings,
+                                              getattr(autograder, "canary_summary", None)), reports_dir)
+    coursewide.save(reports_dir, run)
     run.reports = write_reports(course, run, reports_dir)
     return run
 
@@ -454,7 +458,7 @@ REPORTS = [
     Report("checks.csv", write_checks, has_checks),    # every judged check, with its message
     Report("scores.png", write_histogram),
     Report("success.png", write_success),
-    Report("table.txt", write_table),                  # what the CLI prints
+    Report("table.txt", write_table),                  # what the CLI prints, every student with a status
     Report("report.json", write_json),
     Report("similarity.html", write_similarity),       # pairs of alike answers, for a person to read
     Report("insight.html", insight.write_html),        # what the class got wrong, anonymised (issue 29)

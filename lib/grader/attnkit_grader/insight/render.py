@@ -76,6 +76,16 @@ BODY_SOURCE = """
 <p class="note">{{ _("What the graded run says about the class, check by check: how many submissions passed, how many failed and why, the catalogued mistakes ranked by the points they cost, and the scores. Submissions are named by anonymous labels.") }}{% if key_text %} {{ key_text }}{% endif %}</p>
 {% if languages | length > 1 %}<p>{{ _("The editions are reported side by side: one column per language, then all together.") }}</p>{% endif %}
 
+<h2 id="insight-course">{{ _("The course, assignment by assignment") }}</h2>
+<table>
+<tr><th>{{ _("Assignment") }}</th><th class="n">{{ _("Handed in") }}</th><th class="n">{{ _("Median score") }}</th><th>{{ _("Costliest mistake") }}</th></tr>
+{% for row in course %}
+<tr><td><a href="#insight-{{ row.name }}">{{ row.name }}</a> <small>{{ row.title }}</small></td><td class="n">{{ row.handed }}</td>
+<td class="n">{% if row.handed %}{{ row.median | number }} / {{ row.max_total | number }}{% else %}–{% endif %}</td>
+<td>{% if row.top %}<span class="mistake">{{ row.top }}</span>{% else %}<span class="quiet">{{ _("none catalogued") }}</span>{% endif %}</td></tr>
+{% endfor %}
+</table>
+
 <h2 id="insight-ranked">{{ _("Mistakes ranked by the points they cost the class") }}</h2>
 {% if not ranked %}<p>{{ _("No failed check matched a catalogued mistake.") }}</p>{% else %}
 <table>
@@ -231,7 +241,21 @@ def view(summary, language=ENGLISH):
         says = translations(language, entry["assignment"]).gettext(m["says"]) if m.get("says") else m.get("says")
         ranked.append({**m, "says": says, "assignment": entry["assignment"], "points_by": by_column(m["points"], columns),
                        "count_by": by_column(m["submissions"], columns), "judged_by": judged[entry["assignment"]]})
-    return {"languages": languages, "columns": columns, "assignments": parts, "ranked": ranked}
+    return {"languages": languages, "columns": columns, "assignments": parts, "ranked": ranked,
+            "course": course_view(summary)}
+
+
+def course_view(summary):
+    """One row per assignment, in the reports folder's order: how many handed in, the median total, the mistake
+    that cost the class most (the course view across assignments)."""
+    rows = []
+    for part in summary["assignments"]:
+        totals = sorted(total for values in part["totals"].values() for total in values)
+        middle = len(totals) // 2
+        median = (totals[middle] if len(totals) % 2 else (totals[middle - 1] + totals[middle]) / 2) if totals else 0.0
+        rows.append({"name": part["name"], "title": part["title"], "handed": len(totals), "median": median,
+                     "max_total": part["max_total"], "top": part["mistakes"][0]["name"] if part["mistakes"] else None})
+    return rows
 
 
 def helpers(summary, links, teaching_base, language=ENGLISH):

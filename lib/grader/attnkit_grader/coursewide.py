@@ -1,0 +1,77 @@
+"""The reports folder covers the whole course: grading some assignments updates their part and keeps the others.
+
+Each grading run keeps its results, one :class:`~attnkit_grader.results.SubmissionResult` record per
+submission, in ``grades/records/ASSIGNMENT.json``. Before the reports are written, :func:`widen` turns the run
+into one over every assignment of source/ the gradebook holds and every student the gradebook or the run
+knows: the assignments graded now from this run, the others from their records (or, where an older grader
+kept none, from the gradebook: graded where it holds a submission). A student with nothing graded for an
+assignment is 'missing', with the reason, and scores 0, in every report.
+"""
+
+import json
+import logging
+from pathlib import Path
+
+from nbgrader.api import Gradebook, MissingEntry
+
+from . import files
+from .reports import read_scores
+from .results import Message, SubmissionResult
+
+log = logging.getLogger(__name__)
+
+RECORDS = "records"                     # grades/records/ASSIGNMENT.json
+NOTHING = "nothing handed in (no folder {student}/{assignment}/)"     # as pipeline.place says it
+
+
+def save(reports_dir, run):
+    """Keep the records of the assignments ``run`` graded, one file per assignment (replacing the last)."""
+    for assignment in run.graded:
+        records = [record.to_json() for (_, a), record in sorted(run.submissions.items()) if a == assignment]
+        files.write(Path(reports_dir) / RECORDS / f"{assignment}.json",
+                    json.dumps(records, sort_keys=True, allow_nan=False) + "\n")
+
+
+def load(reports_dir, assignment):
+    """{student: SubmissionResult} kept for ``assignment`` ({} when there is none, or it cannot be read)."""
+    path = Path(reports_dir) / RECORDS / f"{assignment}.json"
+    if not path.is_file() or path.is_symlink():
+        return {}
+    try:
+        records = [SubmissionResult.from_json(entry) for entry in json.loads(path.read_text(encoding="utf-8"))]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        log.warning("%s cannot be read (%s): %s is reported from the gradebook alone", path, error, assignment)
+        return {}
+    return {record.student: record for record in records if record.assignment == assignment}
+
+
+def in_gradebook(course):
+    """(assignments of source/ the gradebook holds, in source/'s order; the gradebook's students)."""
+    with Gradebook(course.db_url, course.course_id) as gradebook:
+        assignments = {a.name for a in gradebook.assignments}
+        students = {s.id for s in gradebook.students}
+        graded = {(s.student.id, s.assignment.name) for a in gradebook.assignments for s in a.submissions}
+    return [a for a in course.assignments() if a in assignments], students, graded
+
+
+def missing(student, assignment):
+    return SubmissionResult(student, assignment, "missing",
+                            [Message.make(NOTHING, student=student, assignment=assignment)])
+
+
+def widen(course, run, reports_dir):
+    """``run`` (a GradingRun) over every assignment in the gradebook and every student (see the module)."""
+    assignments, students, graded = in_gradebook(course)
+    assignments += [a for a in run.assignments if a not in assignments]
+    students = sorted(students | {student for student, _ in run.submissions})
+    submissions = {}
+    for assignment in assignments:
+        kept = {} if assignment in run.assignments else load(reports_dir, assignment)
+        for student in students:
+            record = run.submissions.get((student, assignment)) or kept.get(student)
+            if record is None:
+                record = (SubmissionResult(student, assignment, "graded") if (student, assignment) in graded
+                          else missing(student, assignment))
+            submissions[student, assignment] = record
+    table = read_scores(course, assignments, students)
+    return type(run)(assignments, submissions, table, {}, run.warnings, run.canary, graded=list(run.assignments))
