@@ -25,7 +25,8 @@ journal and the gradebook stay in this process).
 --cold-start starts every sandbox from a fresh interpreter instead of forking it from a worker's warm zygote
 (warm starts are the default where the grader or the door is root; see attnkit_grader.isolation.warm).
 
-Exit status: 0 done (bad submissions are reported, they do not fail the run), 1 release drift, a
+Exit status: 0 done (bad submissions are reported, they do not fail the run; also: nothing to do, said in one
+sentence: grade with nothing handed in, release-feedback with nothing graded), 1 release drift, a
 hand-in refused by collect (the others are collected) or an export stopped by mismatches or ungraded cells
 (nothing written), 2 usage or course errors (also: the sandbox cannot run here; the message says how to
 install it), 3 a batch stopped because the cluster's scheduler was lost (run it again: it resumes), 4 a batch
@@ -44,7 +45,7 @@ from nbgrader.api import Gradebook
 from . import offline
 from .autograders.base import BatchInterrupted
 from .canary import CanaryFailed
-from .course import Course
+from .course import Course, NothingToDo
 from .exchange import TOLERANCE, collect, release_feedback
 from .insight.render import report_language
 from .pipeline import GRADERS, demo, grade
@@ -213,6 +214,9 @@ def main(argv=None):
     configure_logging(logging.WARNING if args.quiet else logging.INFO)
     try:
         return COMMANDS[args.command](args)
+    except NothingToDo as error:
+        print(f"attnkit: nothing to do: {error}")
+        return 0
     except (ValueError, FileNotFoundError, FileExistsError, NbgraderError, SandboxUnavailable) as error:
         print(f"attnkit: error: {error}", file=sys.stderr)
         return 2
@@ -243,6 +247,9 @@ def run_grade(args):
     report_language()                       # a wrong ATTNKIT_REPORT_LANG stops here, before any grading
     course = Course(args.root or Path.cwd())
     submissions = args.submissions or course.step_dir("submitted")
+    if args.submissions is None and not submissions.is_dir():
+        raise NothingToDo(f"nothing handed in: {submissions} does not exist yet; nothing graded (collect the "
+                          f"hand-ins first: attnkit collect ASSIGNMENT)")
     show(grade(course, args.assignments, submissions, args.students, args.reports, **options(args)))
     return 0
 

@@ -27,6 +27,11 @@ NBGRADER_LOGGER = "attnkit_grader.nbgrader"
 QUIET_KERNEL = "--IPKernelApp.log_level=ERROR"
 
 
+class NothingToDo(Exception):
+    """An instructor's command found nothing to work on (nothing handed in, nothing graded): its message is one
+    sentence saying so and what comes first; the command line prints it and exits 0."""
+
+
 class Course:
     """The course rooted at ``root`` (the folder holding nbgrader_config.py, source/, release/, ...)."""
 

@@ -44,7 +44,7 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.utils import parse_utc
 
 from . import editions, offline
-from .course import use_venv_tools
+from .course import NothingToDo, use_venv_tools
 from .files import remove
 from .releases import NbgraderError
 
@@ -176,6 +176,9 @@ def release_feedback(course, assignment, exchange_root):
     script, no request) and released to ``exchange_root``; returns ({student: page}, [students without a page,
     with why], whether every formula was typeset). Raises NbgraderError when nbgrader fails."""
     course.check_assignments([assignment])
+    if not graded_students(course, assignment):
+        raise NothingToDo(f"{assignment}: nothing graded yet, so no feedback to release (grade it first: "
+                          f"attnkit grade {assignment})")
     if not (Path(exchange_root) / course.course_id).is_dir():
         raise FileNotFoundError(f"exchange: no course folder {Path(exchange_root) / course.course_id}")
     api = course.api(**{"Exchange.root": str(exchange_root)})
@@ -195,6 +198,18 @@ def release_feedback(course, assignment, exchange_root):
         released[student] = page
     nbgrader_step(api.release_feedback(assignment), "release_feedback")
     return released, skipped, typeset
+
+
+def graded_students(course, assignment):
+    """The students with a graded submission of ``assignment`` in the gradebook, sorted (none without one)."""
+    if course.db_url.startswith("sqlite:///") and not Path(course.db_url.removeprefix("sqlite:///")).is_file():
+        return []                                       # never create an empty gradebook to look into it
+    with Gradebook(course.db_url, course.course_id) as gradebook:
+        try:
+            found = gradebook.find_assignment(assignment)
+        except MissingEntry:
+            return []
+        return sorted(submission.student.id for submission in found.submissions)
 
 
 def nbgrader_step(result, name):

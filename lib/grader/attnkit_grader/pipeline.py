@@ -45,7 +45,7 @@ from attnkit.i18n import N_
 from attnkit_sandbox.cells import MAX_NOTEBOOK_BYTES
 
 from .autograders.base import Job, NbgraderAutograder
-from .course import Course
+from .course import Course, NothingToDo
 from .isolation import door
 from . import copies, coursewide, insight, similarity
 from .files import remove
@@ -135,6 +135,9 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
     submissions = existing_dir(submissions, "submissions")
     roster = read_roster(students_csv) if students_csv else {}
     students = class_list(roster, submissions)
+    if not any(os.path.lexists(submissions / s / a) for s in students for a in assignments):
+        raise NothingToDo(f"nothing handed in for {', '.join(assignments)} in {submissions}: nothing graded, the "
+                          f"reports are as they were (collect the hand-ins first: attnkit collect ASSIGNMENT)")
     reports_dir = Path(reports_dir).resolve() if reports_dir else course.root / "grades"
     autograder = autograder or make_autograder(grader, course, reports_dir, workers=workers, fresh=fresh,
                                                show_tests=show_tests, warm=warm, scheduler=scheduler,
@@ -263,7 +266,8 @@ def class_list(roster, submissions):
     folders = {p.name for p in submissions.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))}
     students = sorted(set(roster) | folders)
     if not students:
-        raise ValueError(f"submissions: no student folder in {submissions} and no class list")
+        raise NothingToDo(f"nothing handed in: no student folder in {submissions} and no class list; nothing "
+                          f"graded (collect the hand-ins first: attnkit collect ASSIGNMENT)")
     return students
 
 
