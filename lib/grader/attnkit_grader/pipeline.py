@@ -132,13 +132,14 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
     """
     course = course if isinstance(course, Course) else Course(course)
     assignments = course.check_assignments(assignments)
+    reports_dir = Path(os.path.abspath(reports_dir)) if reports_dir else course.root / "grades"
     submissions = existing_dir(submissions, "submissions")
     roster = read_roster(students_csv) if students_csv else {}
     students = class_list(roster, submissions)
     if not any(os.path.lexists(submissions / s / a) for s in students for a in assignments):
         raise NothingToDo(f"nothing handed in for {', '.join(assignments)} in {submissions}: nothing graded, the "
                           f"reports are as they were (collect the hand-ins first: attnkit collect ASSIGNMENT)")
-    reports_dir = Path(reports_dir).resolve() if reports_dir else course.root / "grades"
+    refuse_odd_entries({"reports": reports_dir, "autograded": course.step_dir("autograded")})
     autograder = autograder or make_autograder(grader, course, reports_dir, workers=workers, fresh=fresh,
                                                show_tests=show_tests, warm=warm, scheduler=scheduler,
                                                certs=certs, canary=canary)
@@ -360,6 +361,17 @@ def odd_entries(folder):
             elif not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
                 found.append((os.path.relpath(path, folder), N_("not a plain file")))
     return sorted(found)
+
+
+def refuse_odd_entries(folders):
+    """Raise ValueError naming the first link (or entry neither folder nor plain file) in the folders the grader
+    writes, {argument: path}, before any work: a planted link would have it write through to the link's target."""
+    for name, folder in folders.items():
+        folder = Path(os.path.realpath(Path(folder).parent)) / Path(folder).name    # a link above it is the owner's
+        for path, what in odd_entries(folder)[:1]:
+            where = Path(folder) if path == "." else Path(folder) / path
+            raise ValueError(f"{name}: {where} is {what}; attnkit grade writes in {folder} and follows no link: "
+                             f"remove it and grade again")
 
 
 def reset_automatic_scores(course, jobs):
