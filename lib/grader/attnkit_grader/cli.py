@@ -344,13 +344,12 @@ def show(run):
     if run.canary:
         print(run.canary + "\n")
     print(run.text())
-    now = [s for (_, a), s in run.submissions.items() if a in (run.graded or run.assignments)]
-    graded = sum(s.status == "graded" for s in now)
-    resumed = sum(s.resumed for s in now)
+    graded = sum(s.status == "graded" for s in run.submissions.values())
+    resumed = sum(s.resumed for s in run.submissions.values())
     again = f" ({resumed} taken from the journal of an earlier run)" if resumed else ""
-    kept = [a for a in run.assignments if a not in (run.graded or run.assignments)]
-    also = f" (the reports also hold {', '.join(kept)}, as last graded)" if kept else ""
-    print(f"\n{graded} of {len(now)} submissions graded{again}; reports{also}:")
+    kept = [a for a in run.course or () if a not in run.assignments]
+    also = f" (they also hold {', '.join(kept)}, as last graded)" if kept else ""
+    print(f"\n{graded} of {len(run.submissions)} submissions graded{again}; reports{also}:")
     for path in run.reports.values():
         print(f"  {path}")
 

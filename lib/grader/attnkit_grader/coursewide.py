@@ -5,7 +5,8 @@ submission, in ``grades/records/ASSIGNMENT.json``. Before the reports are writte
 into one over every assignment of source/ the gradebook holds and every student the gradebook or the run
 knows: the assignments graded now from this run, the others from their records (or, where an older grader
 kept none, from the gradebook: graded where it holds a submission). A student with nothing graded for an
-assignment is 'missing', with the reason, and scores 0, in every report.
+assignment is 'missing', with the reason, and scores 0, in every report. :func:`narrow` gives back the part
+about the assignments graded now, which :func:`~attnkit_grader.pipeline.grade` returns and the CLI prints.
 """
 
 import json
@@ -15,7 +16,7 @@ from pathlib import Path
 from nbgrader.api import Gradebook, MissingEntry
 
 from . import files
-from .reports import read_scores
+from .reports import ScoreTable, read_scores
 from .results import Message, SubmissionResult
 
 log = logging.getLogger(__name__)
@@ -25,8 +26,8 @@ NOTHING = "nothing handed in (no folder {student}/{assignment}/)"     # as pipel
 
 
 def save(reports_dir, run):
-    """Keep the records of the assignments ``run`` graded, one file per assignment (replacing the last)."""
-    for assignment in run.graded:
+    """Keep the records of ``run``'s assignments, one file per assignment (replacing the last)."""
+    for assignment in run.assignments:
         records = [record.to_json() for (_, a), record in sorted(run.submissions.items()) if a == assignment]
         files.write(Path(reports_dir) / RECORDS / f"{assignment}.json",
                     json.dumps(records, sort_keys=True, allow_nan=False) + "\n")
@@ -74,4 +75,15 @@ def widen(course, run, reports_dir):
                           else missing(student, assignment))
             submissions[student, assignment] = record
     table = read_scores(course, assignments, students)
-    return type(run)(assignments, submissions, table, {}, run.warnings, run.canary, graded=list(run.assignments))
+    return type(run)(assignments, submissions, table, {}, run.warnings, run.canary, course=assignments)
+
+
+def narrow(whole, assignments):
+    """The part of ``whole`` (a widened GradingRun) about ``assignments``: their records and table."""
+    table = whole.table
+    part = ScoreTable({a: table.cells[a] for a in assignments},
+                      {key: points for key, points in table.points.items() if key[1] in assignments},
+                      {key for key in table.review if key[1] in assignments})
+    return type(whole)(list(assignments), {key: record for key, record in whole.submissions.items()
+                                           if key[1] in assignments}, part, {}, whole.warnings, whole.canary,
+                       course=whole.course)

@@ -73,7 +73,7 @@ class GradingRun:
     reports: dict              # name -> Path of each file written in the reports folder
     warnings: list = field(default_factory=list)
     canary: str = None         # the canary's line (what it scored, its cost), where one was sung
-    graded: list = None        # the assignments graded by this run (the others' results were kept: .coursewide)
+    course: list = None        # every assignment the reports hold: these and the others as last graded (.coursewide)
 
     def bad(self):
         return [s for _, s in sorted(self.submissions.items()) if s.bad]
@@ -162,10 +162,11 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
             bar.close()
     finally:
         autograder.close()
-    run = coursewide.widen(course, GradingRun(assignments, records, None, {}, warnings,
-                                              getattr(autograder, "canary_summary", None)), reports_dir)
+    run = GradingRun(assignments, records, None, {}, warnings, getattr(autograder, "canary_summary", None))
+    whole = coursewide.widen(course, run, reports_dir)
+    run = coursewide.narrow(whole, assignments)     # what was graded now, every student the gradebook knows
     coursewide.save(reports_dir, run)
-    run.reports = write_reports(course, run, reports_dir)
+    run.reports = write_reports(course, whole, reports_dir)
     return run
 
 
@@ -474,7 +475,7 @@ REPORTS = [
     Report("checks.csv", write_checks, has_checks),    # every judged check, with its message
     Report("scores.png", write_histogram),
     Report("success.png", write_success),
-    Report("table.txt", write_table),                  # what the CLI prints, every student with a status
+    Report("table.txt", write_table),                  # the CLI's tables, for every assignment and student
     Report("report.json", write_json),
     Report("similarity.html", write_similarity),       # pairs of alike answers, for a person to read
     Report("insight.html", insight.write_html),        # what the class got wrong, anonymised (issue 29)
