@@ -17,14 +17,15 @@ import time
 import torch
 
 from attnkit.extrapolation import ENCODINGS, EVAL_LENS, TRAIN_LEN, Experiment
-from attnkit_assignments.ps3_rope import reference
+from attnkit_assignments.ps3_rope import experiment as kit, reference
 
 CELLS = [(encoding, 1) for encoding in ENCODINGS] + [("rope", 8), ("alibi", 8)]
 
 
 def experiment(seed):
     return Experiment(rotary_embedding=reference.rotary_embedding, alibi_slopes=reference.alibi_slopes,
-                      causal_alibi_attention=reference.causal_alibi_attention, seed=seed, budget_s=600)
+                      causal_alibi_attention=reference.causal_alibi_attention, learned_table=kit.LearnedTable,
+                      seed=seed, budget_s=600)
 
 
 def main(argv=None):

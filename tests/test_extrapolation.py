@@ -7,21 +7,26 @@ departs from the paper (Press et al. 2022, Figure 1), the test says so rather th
 to 8 times the training length here, and only falls behind at 16 times.
 """
 
+import ast
 import contextlib
+import inspect
 import io
+import json
 import time
+from pathlib import Path
 
 import pytest
 import torch
 
 from attnkit import extrapolation
 from attnkit.extrapolation import ENCODINGS, EVAL_LENS, MAX_LEN, TRAIN_LEN, VOCAB, Experiment
-from attnkit_assignments.ps3_rope import reference
+from attnkit_assignments.ps3_rope import experiment as kit, reference
 
 SEEDS = range(5)
 CHANCE = 1 / VOCAB
 REFERENCE = dict(rotary_embedding=reference.rotary_embedding, alibi_slopes=reference.alibi_slopes,
-                 causal_alibi_attention=reference.causal_alibi_attention)
+                 causal_alibi_attention=reference.causal_alibi_attention, learned_table=kit.LearnedTable)
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def quietly(function, *args, **kwargs):
@@ -78,6 +83,19 @@ def test_rope_extrapolates_to_8_times_the_training_length_then_falls_behind_alib
 def test_alibi_cannot_single_out_the_token_8_back_which_rope_finds(runs):
     assert worst(runs[("alibi", 8)], "accuracy", [TRAIN_LEN], max) <= 0.4                     # measured 0.20-0.23
     assert worst(runs[("rope", 8)], "accuracy", [TRAIN_LEN], min) >= 0.85                     # measured 0.92-1.00
+
+
+def test_the_notebook_defines_the_kits_learned_table_word_for_word():
+    notebook = json.loads((ROOT / "source" / "ps3_rope" / "ps3_rope.ipynb").read_text(encoding="utf-8"))
+    cell = "".join(next(c["source"] for c in notebook["cells"]
+                        if c["metadata"].get("nbgrader", {}).get("grade_id") == "experiment_setup"))
+    defined = [node for node in ast.parse(cell).body if isinstance(node, ast.ClassDef) and node.name == "LearnedTable"]
+    assert len(defined) == 1 and ast.get_source_segment(cell, defined[0]) == inspect.getsource(kit.LearnedTable).strip()
+
+
+def test_the_learned_table_is_left_out_when_the_notebook_does_not_give_it(capsys):
+    said = one_line(capsys, Experiment(**{**REFERENCE, "learned_table": None}), "learned")
+    assert said == "learned is left out: the experiment was not given learned_table."
 
 
 # How a cell ends when the student's function is missing, wrong or slow: one line on stdout, nothing on stderr,

@@ -8,10 +8,11 @@ multi-head attention layer (RoPE or ALiBi inside it), a residual connection and 
 on sequences of ``TRAIN_LEN`` tokens and evaluated on sequences up to 16 times longer.
 
 The student's own functions come in: ``rotary_embedding`` (exercise 1) for RoPE, ``alibi_slopes`` and
-``causal_alibi_attention`` (exercises 3 and 5) for ALiBi; the sinusoidal table is the lectures', and the learned
-one a plain table of ``MAX_LEN`` rows (problem set 1's module, which is why the kit releases problem set 3 after
-problem set 1's deadline). A function that is missing, wrong or too slow ends its cell with one sentence saying
-so, and the experiment goes on without that encoding.
+``causal_alibi_attention`` (exercises 3 and 5) for ALiBi. The sinusoidal table is the lectures'. The learned one
+comes from the notebook (``learned_table``: a class taking ``(num_hiddens, max_len)``), not from this package:
+it is problem set 1's answer, which the student package must not give away before that set's deadline (the
+kit releases problem set 3 after it). A function that is missing, wrong or too slow ends its cell with one
+sentence saying so, and the experiment goes on without that encoding.
 """
 
 import math
@@ -38,7 +39,8 @@ BUDGET_S = 10.0                      # the longest a training may take (the refe
 IGNORE = -100                        # cross_entropy's ignore_index: positions with no token `lag` places back
 
 # Which of the student's functions each encoding uses, and the exercise that asks for it.
-NEEDS = {"rope": ("rotary_embedding",), "alibi": ("alibi_slopes", "causal_alibi_attention")}
+NEEDS = {"learned": ("learned_table",), "rope": ("rotary_embedding",),
+         "alibi": ("alibi_slopes", "causal_alibi_attention")}
 EXERCISE = {"rotary_embedding": 1, "alibi_slopes": 3, "causal_alibi_attention": 5}
 NAMES = {"sinusoidal": N_("sinusoidal"), "learned": N_("learned"), "rope": "RoPE", "alibi": "ALiBi"}   # names: no translation
 
@@ -63,7 +65,7 @@ class TinyCausalLM(nn.Module):
         self.W_o = nn.Linear(NUM_HIDDENS, NUM_HIDDENS, bias=False)
         self.output = nn.Linear(NUM_HIDDENS, VOCAB)
         if encoding == "learned":       # one row per position; rows past TRAIN_LEN never get a gradient
-            self.table = nn.Parameter(torch.randn(MAX_LEN, NUM_HIDDENS))
+            self.learned = functions["learned_table"](NUM_HIDDENS, MAX_LEN)
         elif encoding == "sinusoidal":
             self.register_buffer("table", sinusoidal_table(MAX_LEN, NUM_HIDDENS))
         elif encoding == "rope":
@@ -76,8 +78,10 @@ class TinyCausalLM(nn.Module):
         """(batch, n) token ids -> (batch, n, VOCAB) logits."""
         batch_size, n = tokens.shape
         X = self.embedding(tokens)                                                # (batch, n, NUM_HIDDENS)
-        if self.encoding in ("sinusoidal", "learned"):
+        if self.encoding == "sinusoidal":
             X = X + self.table[:n]
+        elif self.encoding == "learned":
+            X = self.learned(X)
         q, k, v = (self.W_qkv(X).reshape(batch_size, n, 3, NUM_HEADS, self.head_dim)
                    .permute(2, 0, 3, 1, 4))                                       # 3 x (batch, heads, n, head_dim)
         if self.encoding == "rope":
@@ -249,12 +253,13 @@ class Experiment:
     ``results[(encoding, lag)]`` keeps what each run found (``accuracy``, ``beyond``: {length: accuracy}).
     """
 
-    def __init__(self, rotary_embedding=None, alibi_slopes=None, causal_alibi_attention=None, seed=0,
-                 budget_s=BUDGET_S):
+    def __init__(self, rotary_embedding=None, alibi_slopes=None, causal_alibi_attention=None, learned_table=None,
+                 seed=0, budget_s=BUDGET_S):
         given = {"rotary_embedding": rotary_embedding, "alibi_slopes": alibi_slopes,
-                 "causal_alibi_attention": causal_alibi_attention}
+                 "causal_alibi_attention": causal_alibi_attention, "learned_table": learned_table}
         self._calling = [None]
-        self.functions = {name: _blamed(name, f, self._calling) for name, f in given.items() if f is not None}
+        self.functions = {name: _blamed(name, f, self._calling) if name in EXERCISE else f    # the student's
+                          for name, f in given.items() if f is not None}
         self.seed, self.budget_s = seed, budget_s
         self.results, self.refusals = {}, {}
 
@@ -292,7 +297,7 @@ class Experiment:
                     cpu = time.process_time() - cpu
                 found = accuracy_by_length(model, lag)
         except _OutOfTime:
-            if encoding not in NEEDS:
+            if encoding not in NEEDS or NEEDS[encoding][-1] not in EXERCISE:
                 return Text(N_("{encoding} is left out: its training would take over {budget} s, several times "
                                "the usual 1 to 2 s; the computer is busy with something else."),
                             encoding=name, budget=round(self.budget_s))
