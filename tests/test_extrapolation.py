@@ -125,6 +125,15 @@ def test_a_function_not_written_yet_is_named_with_its_exercise(capsys):
     assert said == "ALiBi is left out: the experiment was not given alibi_slopes."
 
 
+def test_a_function_the_notebook_did_not_define_is_named_with_its_exercise(capsys):
+    experiment = Experiment.from_notebook({"rotary_embedding": reference.rotary_embedding},
+                                          learned_table=kit.LearnedTable)
+    said = one_line(capsys, experiment, "alibi")
+    assert said == ("ALiBi is left out: alibi_slopes is not defined in this notebook; run the cell of exercise 3 "
+                    "first (it did not run, or failed).")
+    assert experiment.undefined == {"alibi_slopes", "causal_alibi_attention"}
+
+
 def raises_value_error(x, positions, base=10000):
     raise ValueError("positions must be a list\nsecond line")
 
@@ -172,9 +181,7 @@ def test_a_slow_function_is_stopped_as_soon_as_its_pace_shows_and_named(capsys):
         time.sleep(0.02)
         return reference.rotary_embedding(x, positions, base)
 
-    start = time.perf_counter()
-    said = one_line(capsys, Experiment(rotary_embedding=slow, budget_s=3), "rope")
-    assert time.perf_counter() - start < 3          # 400 steps would take 16 s: stopped after a few
+    said = one_line(capsys, Experiment(rotary_embedding=slow, budget_s=3), "rope")   # 400 steps: 16 s at least
     assert said.startswith("RoPE is left out: with your rotary_embedding (exercise 1) the training would take over 3 s")
 
 
@@ -183,10 +190,8 @@ def test_a_function_that_never_returns_is_interrupted(capsys):
         while True:
             pass
 
-    start = time.perf_counter()
     said = one_line(capsys, Experiment(alibi_slopes=reference.alibi_slopes, causal_alibi_attention=forever,
-                                       budget_s=1), "alibi")
-    assert time.perf_counter() - start < 5
+                                       budget_s=1), "alibi")           # without the timer, this never returns
     assert said.startswith("ALiBi is left out: with your causal_alibi_attention (exercise 5) the training would take")
 
 

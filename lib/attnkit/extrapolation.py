@@ -262,6 +262,17 @@ class Experiment:
                           for name, f in given.items() if f is not None}
         self.seed, self.budget_s = seed, budget_s
         self.results, self.refusals = {}, {}
+        self.undefined = set()          # the student's functions a notebook did not define (from_notebook)
+
+    @classmethod
+    def from_notebook(cls, namespace, learned_table, **options):
+        """The experiment with the student's functions found by name in ``namespace`` (the notebook's
+        ``globals()``): a function whose cell did not run, or failed, is left out with a sentence, not a
+        NameError."""
+        found = {name: namespace.get(name) for name in EXERCISE}
+        experiment = cls(**found, learned_table=learned_table, **options)
+        experiment.undefined = {name for name, function in found.items() if function is None}
+        return experiment
 
     def run(self, encoding, lag=1):
         """Train and evaluate ``encoding`` on the task of repeating the token ``lag`` places back; print one line
@@ -280,6 +291,10 @@ class Experiment:
         """The run's result stored in self.results, or the Text saying why the encoding is left out."""
         name = Text(NAMES[encoding])
         missing = [f for f in NEEDS.get(encoding, ()) if f not in self.functions]
+        if missing and missing[0] in self.undefined:
+            return Text(N_("{encoding} is left out: {function} is not defined in this notebook; run the cell of "
+                           "exercise {exercise} first (it did not run, or failed)."),
+                        encoding=name, function=missing[0], exercise=EXERCISE[missing[0]])
         if missing:
             return Text(N_("{encoding} is left out: the experiment was not given {function}."),
                         encoding=name, function=missing[0])
