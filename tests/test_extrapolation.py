@@ -158,6 +158,16 @@ def test_a_wrong_rotary_embedding_is_named_with_what_it_does_wrong(capsys, funct
     assert one_line(capsys, Experiment(rotary_embedding=function), "rope") == "RoPE is left out: " + expected
 
 
+def test_a_function_right_on_small_inputs_and_wrong_on_the_models_is_named(capsys):
+    def small_only(x, positions, base=10000):          # passes the probe (6 positions), breaks at 32
+        turned = reference.rotary_embedding(x, positions, base)
+        return turned if x.shape[-2] < 8 else turned[..., :-1, :]
+
+    said = one_line(capsys, Experiment(rotary_embedding=small_only), "rope")
+    assert said.startswith("RoPE is left out: with your rotary_embedding (exercise 1) the model failed with "
+                           "RuntimeError: ")
+
+
 def plain_causal(queries, keys, values, slopes):
     return torch.nn.functional.scaled_dot_product_attention(queries, keys, values, is_causal=True)
 

@@ -336,6 +336,14 @@ class Experiment:
                            "experiment needs, {what}."),
                         encoding=name, function=unusable.function, exercise=EXERCISE[unusable.function],
                         what=unusable.what)
+        except Exception as error:      # the kit's code choking on what a student's function returned
+            students = [f for f in NEEDS.get(encoding, ()) if f in EXERCISE]
+            if not students:
+                raise                       # the sinusoidal and learned runs are the kit's code alone: a bug
+            return Text(N_("{encoding} is left out: with your {function} (exercise {exercise}) the model failed "
+                           "with {error}."),
+                        encoding=name, function=students[-1], exercise=EXERCISE[students[-1]],
+                        error=_one_line(error))
         if not math.isfinite(loss):
             return Text(N_("{encoding} is left out: its training loss became {loss}, so its model learned nothing."),
                         encoding=name, loss=loss)
