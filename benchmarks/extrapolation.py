@@ -54,7 +54,7 @@ def main(argv=None):
                     run.run(*cell)
             found[cell].append(run.results[cell])
     print(f"\nAccuracy over {args.seeds} seeds, lowest-highest (all positions | past position {TRAIN_LEN - 1}):")
-    print(f"  {'':>22s}" + "".join(f"{n:>20d}" for n in EVAL_LENS))
+    print(f"  {'':>22s}" + "".join(f"{n:>24d}" for n in EVAL_LENS))
     for encoding, lag in CELLS:
         results = found[(encoding, lag)]
         line = f"  {encoding:>10s}, token {lag} back"
@@ -62,7 +62,7 @@ def main(argv=None):
             overall = [r["accuracy"][n] for r in results]
             beyond = [r["beyond"][n] for r in results if n in r["beyond"]]
             past = f"{min(beyond):.2f}-{max(beyond):.2f}" if beyond else "-"
-            line += f"{f'{min(overall):.2f}-{max(overall):.2f} | {past}':>20s}"
+            line += f"{f'{min(overall):.2f}-{max(overall):.2f} | {past}':>24s}"
         print(line)
 
 
