@@ -121,6 +121,12 @@ benchmark-grading: $(STAMP) sandbox-tools
 benchmark-cluster: $(STAMP) sandbox-tools
 	$(PY) benchmarks/cluster.py --rounds 2
 
+# Problem set 3's length-extrapolation experiment with the reference solutions: the CPU seconds of the notebook's
+# cells (one thread), and each encoding's accuracy range over 5 seeds (the test's margins come from it).
+.PHONY: benchmark-extrapolation
+benchmark-extrapolation: $(STAMP)
+	$(PY) benchmarks/extrapolation.py
+
 # Seconds per submission of the nbgrader pipeline (issue 4's figures).
 benchmark-autograde: $(STAMP)
 	$(PY) benchmarks/autograde.py

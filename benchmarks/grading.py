@@ -1,6 +1,7 @@
 """Seconds per submission: plain sequential `nbgrader autograde` against the kit's sandboxed grader.
 
 Usage: .venv/bin/python benchmarks/grading.py [--copies N] [--workers N] [--one-worker] [--cold] [--profile]
+                                              [--assignment NAME]
        (or: make benchmark-grading, which grades 100 or more submissions)
 
 The example class (examples/example_class) is scaled up by handing in its honest submissions again
@@ -194,10 +195,17 @@ def main(argv=None):
     options.add_argument("--one-worker", action="store_true", help="also time the kit with one worker")
     options.add_argument("--cold", action="store_true", help="also time the pool with cold starts (no zygote)")
     options.add_argument("--profile", action="store_true", help="say where the kit's time went (with the pool)")
+    options.add_argument("--assignment", action="append", metavar="NAME",
+                         help="grade only this assignment (repeatable; default: all of them)")
     args = options.parse_args(argv)
     logging.getLogger("attnkit").setLevel(logging.ERROR)
     use_venv_tools()
     assignments = Course(ROOT).assignments()
+    if args.assignment:
+        unknown = sorted(set(args.assignment) - set(assignments))
+        if unknown:
+            options.error(f"--assignment: no assignment {', '.join(unknown)} (there are {', '.join(assignments)})")
+        assignments = [a for a in assignments if a in args.assignment]
     with tempfile.TemporaryDirectory(prefix="bench-grading-") as scratch:
         submissions, students_csv = scaled_class(Path(scratch) / "class", args.copies)
         students = sorted(read_roster(students_csv))

@@ -2,12 +2,11 @@
 blank release, and the points each must get: ``submissions(kit)`` (the format: ``Kit`` and ``build`` in
 examples/make_example_class.py). The points of a catalogued mistake are the catalogue's (bugs.EXPECTED)."""
 
-_SLOPES_RULE = '''    p = 1
-    while 2 * p <= num_heads:
-        p *= 2                                                                  # the largest power of two <= num_heads
-    slopes = [2.0 ** (-8.0 * h / p) for h in range(1, p + 1)]                  # 2^(-8h/p), h = 1 .. p
-    odd_of_2p = [2.0 ** (-8.0 * h / (2 * p)) for h in range(1, 2 * p, 2)]     # 2^(-8h/2p), h = 1, 3, 5, ...
-    return torch.tensor(slopes + odd_of_2p[:num_heads - p], dtype=torch.float32)   # (num_heads,)'''
+# Code only, never a comment: the French and Chinese editions' answers carry translated comments, and every
+# edition's example class is built with these replacements.
+_SLOPES = ("slopes = [2.0 ** (-8.0 * h / p) for h in range(1, p + 1)]",
+           "slopes = [2.0 ** (-8.0 * h / num_heads) for h in range(1, num_heads + 1)]")
+_SLOPES_RETURNED = ("slopes + odd_of_2p[:num_heads - p]", "slopes")
 _DISTANCE = "distance = key_positions[None, :] - query_positions[:, None]"
 
 
@@ -18,9 +17,8 @@ def submissions(kit):
     # alibi_formula_for_any_count), and the causal ALiBi attention without its causal mask (alibi_no_causal_mask);
     # a short written answer for the manual grader.
     partial = kit.code_only(reference)
-    partial["slopes_answer"] = kit.replace_once(
-        partial["slopes_answer"], _SLOPES_RULE,
-        "    return torch.tensor([2.0 ** (-8.0 * h / num_heads) for h in range(1, num_heads + 1)])")
+    for old, new in (_SLOPES, _SLOPES_RETURNED):
+        partial["slopes_answer"] = kit.replace_once(partial["slopes_answer"], old, new)
     partial["alibi_attention_answer"] = kit.replace_once(
         partial["alibi_attention_answer"], 'attn_mask = bias.masked_fill(future, float("-inf"))',
         "attn_mask = bias                                                                 # TODO: causal")
