@@ -26,10 +26,12 @@ c.JupyterHub.pid_file = f"{PREFIX}/state/jupyterhub.pid"
 # Stopping the hub stops every user's server (their files stay where they are).
 c.JupyterHub.cleanup_servers = True
 
-# PAM against the machine's accounts; only the course's users may log in. No PAM session: containers
-# and CI machines have no logind to open one with.
+# PAM against the machine's accounts; only the course's users may log in: the demo course's and every
+# student enrolled from a roster (hub/enrol.py puts them in this group, so a class needs no edit here).
+# No PAM session: containers and CI machines have no logind to open one with.
 c.JupyterHub.authenticator_class = "pam"
 c.Authenticator.allowed_users = set(USERS)
+c.PAMAuthenticator.allowed_groups = {"attnkit-students"}
 c.PAMAuthenticator.open_sessions = False
 
 # No one is the hub's admin: JupyterHub's admin role reaches every user's server (access:servers), mints
