@@ -137,7 +137,7 @@ clean:
 # The course on this machine (as root): JupyterHub with local users, nbgrader's exchange, the course's
 # environment under /opt/attnkit-course built from the student edition (hub/course.py says what is where).
 # `make hub-stop` stops the hub and every user's server; files and submissions stay.
-.PHONY: hub hub-setup hub-stop browser-tools test-browser
+.PHONY: hub hub-setup hub-stop hub-enrol browser-tools test-browser
 HUB_PYTHON ?= /usr/bin/python3
 hub: hub-setup
 	$(HUB_PYTHON) hub/course.py start
@@ -147,6 +147,12 @@ hub-setup: publish sandbox-tools mathjax
 
 hub-stop:
 	$(HUB_PYTHON) hub/course.py stop
+
+# Enrol a class from a roster (Canvas or Moodle export, or a CSV with an 'id' column): ROSTER=file.csv, and
+# ENROL_FLAGS=--remove-demo to remove the demo students. First passwords: /opt/attnkit-course/state/.
+hub-enrol:
+	@test -n "$(ROSTER)" || { echo "error: ROSTER=file.csv is required (make hub-enrol ROSTER=roster.csv)"; exit 2; }
+	$(HUB_PYTHON) hub/enrol.py "$(ROSTER)" --edition build/student-edition $(ENROL_FLAGS)
 
 # The browser test's tools: Debian's chromium (as root, like bubblewrap; never a downloaded browser) and
 # Playwright from PyPI in the kit's venv, from its lock (requirements/browser.txt).

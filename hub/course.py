@@ -216,6 +216,8 @@ def environment(edition):
             if not path.is_symlink():
                 path.chmod(0o750 if path.is_dir() else 0o640)
         (PREFIX / "grader.json").write_text(json.dumps(inputs))
+    os.chown(PREFIX / "grader.json", 0, gid)    # it names every grader file: the instructors' group's, like grader/
+    (PREFIX / "grader.json").chmod(0o640)
     tools = PREFIX / "bin"
     tools.mkdir(exist_ok=True)
     tools.chmod(0o755)
@@ -271,10 +273,20 @@ def sandbox_door():
     os.chown(folder, 0, 0)
     folder.chmod(0o755)
     program = door_program()
+    # At most one session per CPU core (2 at least) per instructor, each about 250 MiB: a slot is a lock file
+    # of root's, held (read-only: nothing the door starts can write it) for the door's life.
+    sessions = PREFIX / "state" / "door-sessions"
     program.write_text("#!/bin/sh\n# The grading sandbox's one door to root (hub/course.py): the instructors' group runs it\n"
                        "# through sudo with no arguments; requests arrive on stdin as data.\n"
+                       f'sessions="{sessions}"\nmkdir -p "$sessions" && chmod 700 "$sessions" || exit 75\n'
+                       'limit=$(nproc); [ "$limit" -ge 2 ] || limit=2\nn=0\n'
+                       'while [ "$n" -lt "$limit" ]; do\n  n=$((n + 1)); slot="$sessions/uid-${SUDO_UID:-0}.$n"\n'
+                       '  : >> "$slot" && exec 9<"$slot" && flock -n 9 && '
                        f'exec "{PREFIX}/venv/bin/python" -I -B -m attnkit_grader.isolation.door '
-                       f'--serve --state "{PREFIX}/state/door"\n')
+                       f'--serve --state "{PREFIX}/state/door"\n'
+                       'done\necho "attnkit-sandbox: refused: $limit door sessions of yours are open already (the most '
+                       'one instructor may hold, one per CPU core); wait for the other grading run to end, or grade '
+                       'with fewer --workers" >&2\nexit 75\n')
     os.chown(program, 0, 0)
     program.chmod(0o755)
     rule = (f"# hub/course.py: the course's instructors start the grading sandbox's door as root, with no arguments.\n"

@@ -26,12 +26,29 @@ c.JupyterHub.pid_file = f"{PREFIX}/state/jupyterhub.pid"
 # Stopping the hub stops every user's server (their files stay where they are).
 c.JupyterHub.cleanup_servers = True
 
-# PAM against the machine's accounts; only the course's users may log in. No PAM session: containers
-# and CI machines have no logind to open one with.
+# PAM against the machine's accounts; only the course's users may log in: the demo course's and every
+# student enrolled from a roster (hub/enrol.py puts them in this group, so a class needs no edit here).
+# No PAM session: containers and CI machines have no logind to open one with.
 c.JupyterHub.authenticator_class = "pam"
 c.Authenticator.allowed_users = set(USERS)
-c.Authenticator.admin_users = set(INSTRUCTORS)
+c.PAMAuthenticator.allowed_groups = {"attnkit-students"}
 c.PAMAuthenticator.open_sessions = False
+
+# No one is the hub's admin: JupyterHub's admin role reaches every user's server (access:servers), mints
+# tokens for anyone (tokens) and adds users (admin:users), so an instructor holding it could work as a
+# student, under the student's own uid, and defeat the exchange's ownership check. The hub is administered
+# from root's command line (hub/course.py). Naming the admin role's users (none) also takes the admin flag
+# off whoever a hub set up before this file held it for.
+# Instructors get one role of their own: read the course's users and groups (who is enrolled, who was
+# active when), nothing else. Their grading runs in their own server (Formgrader, attnkit), which needs no
+# hub permission; each user also keeps JupyterHub's default role (its own server and tokens, nobody else's).
+c.JupyterHub.load_roles = [
+    {"name": "admin", "users": []},
+    {"name": "attnkit-instructor",
+     "description": "Read the course's users and groups; no server, token or user of anyone else.",
+     "scopes": ["list:users", "read:users", "list:groups", "read:groups"],
+     "users": sorted(INSTRUCTORS)},
+]
 
 # One JupyterLab per user, started as that user, from the course's environment, in the user's home.
 c.JupyterHub.spawner_class = "localprocess"

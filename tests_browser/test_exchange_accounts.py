@@ -63,8 +63,10 @@ def test_a_student_cannot_read_or_change_other_students_files(places):
 def test_a_student_cannot_reach_the_instructors_course_folder_or_the_grader(places):
     course = places["course"]
     for command in (f"ls {course}", f"cat {course}/gradebook.db", f"cat {course}/source/{PS1}/{PS1}.ipynb",
-                    f"ls {hub.PREFIX}/grader", f"{hub.PREFIX}/bin/attnkit --help", f"ls {hub.PREFIX}/state"):
+                    f"ls {hub.PREFIX}/grader", f"cat {hub.PREFIX}/grader.json", f"{hub.PREFIX}/bin/attnkit --help",
+                    f"ls {hub.PREFIX}/state"):
         assert refused(as_user("student3", command)), command
+    assert as_user("instructor", f"cat {hub.PREFIX}/grader.json").returncode == 0
     imported = as_user("student3", "python -c 'import attnkit_assignments'")
     assert imported.returncode != 0 and "No module named 'attnkit_assignments'" in imported.stderr
 

@@ -15,6 +15,7 @@ import shlex
 import shutil
 import subprocess
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,39 @@ def test_sudo_lets_the_instructor_run_the_door_and_nothing_else(course):
         assert done.returncode != 0, f"the instructor could: {line}"
     student = login_shell("student3", f"sudo -n {DOOR} < /dev/null")
     assert student.returncode != 0, "a student could start the door"
+
+
+def door_processes():
+    """How many door programs run now (the Python that the door's script becomes once it holds a slot)."""
+    count = 0
+    for entry in Path("/proc").iterdir():
+        try:
+            count += entry.name.isdigit() and b"attnkit_grader.isolation.door" in (entry / "cmdline").read_bytes()
+        except OSError:
+            pass
+    return count
+
+
+def test_door_sessions_are_limited_per_instructor(course):
+    """One per CPU core (2 at least): the next is refused in one line, and a session ended frees its slot."""
+    limit, before = max(2, os.cpu_count()), door_processes()
+    start = ["runuser", "-u", "instructor", "--", "sudo", "-n", str(DOOR)]
+    held = [subprocess.Popen(start, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for _ in range(limit)]
+    try:
+        deadline = time.monotonic() + 60
+        while door_processes() < before + limit and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert door_processes() == before + limit and all(p.poll() is None for p in held)
+        extra = subprocess.run(start, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+        assert extra.returncode == 75 and extra.stderr.count("\n") == 1
+        assert f"refused: {limit} door sessions of yours are open already" in extra.stderr
+    finally:
+        for process in held:
+            process.stdin.close()
+            process.wait(timeout=60)
+    freed = subprocess.run(start, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert freed.returncode != 75 and "refused" not in freed.stderr
 
 
 def test_the_door_runs_a_notebook_unprivileged_and_refuses_crafted_requests(course):
