@@ -36,11 +36,13 @@ def test_canvas_export_gives_logins_names_and_canvas_ids():
     assert all(e.id and e.lms_user_id for e in enrolees)
 
 
-def test_canvas_duplicate_rows_are_refused_by_line():
+@pytest.mark.parametrize("export, line, earlier, lms_id", [("canvas_gradebook.csv", 7, 6, "1003"),
+                                                          ("moodle_grades.csv", 5, 4, "S-1003")])
+def test_an_lms_exports_duplicate_rows_are_refused_by_line(export, line, earlier, lms_id):
     with pytest.raises(enrol.RosterError) as refused:
-        enrol.read(LMS / "canvas_gradebook.csv", no_accounts)
-    assert "line 7: account 'alan' is also line 6's" in str(refused.value)
-    assert "line 7: LMS id '1003' is also line 6's" in str(refused.value)
+        enrol.read(LMS / export, no_accounts)
+    assert f"line {line}: account 'alan' is also line {earlier}'s" in str(refused.value)
+    assert f"line {line}: LMS id '{lms_id}' is also line {earlier}'s" in str(refused.value)
 
 
 def test_canvas_test_student_and_hidden_rows_are_left_out(tmp_path):
@@ -57,13 +59,6 @@ def test_moodle_export_gives_accounts_from_emails_and_names():
     blake = enrolees[0]
     assert (blake.id, blake.first_name, blake.last_name, blake.email) == ("blank", "Blake", "Blank",
                                                                           "blank@example.org")
-
-
-def test_moodle_duplicate_rows_are_refused_by_line():
-    with pytest.raises(enrol.RosterError) as refused:
-        enrol.read(LMS / "moodle_grades.csv", no_accounts)
-    assert "line 5: account 'alan' is also line 4's" in str(refused.value)
-    assert "line 5: LMS id 'S-1003' is also line 4's" in str(refused.value)
 
 
 def test_plain_roster_with_nbgraders_columns_and_a_semicolon(tmp_path):
