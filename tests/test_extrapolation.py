@@ -1,8 +1,10 @@
 """Problem set 3's length-extrapolation experiment (attnkit.extrapolation): the claims it makes over five seeds,
 with their margins, and how it ends a cell when a student's function is missing, wrong or slow.
 
-The claims are those that held for every one of five seeds when the experiment was built, each with a margin
-far wider than a change of CPU kernels could move an accuracy measured on about 4,000 predictions. Where the toy
+The claims are those that held for every one of five seeds when the experiment was built, under this machine's
+CPU kernels (AVX-512) and under ATEN_CPU_CAPABILITY=default, with margins past the worst of both: a training run's
+path depends on the kernels (with the default ones, one seed's sinusoidal model reached only 0.88 at the training
+length, against 0.97 or more natively), so the thresholds leave room for other CPUs' kernels too. Where the toy
 departs from the paper (Press et al. 2022, Figure 1), the test says so rather than hiding it: RoPE beats ALiBi up
 to 8 times the training length here, and only falls behind at 16 times.
 """
@@ -58,9 +60,8 @@ LONGER = [n for n in EVAL_LENS if n > TRAIN_LEN]
 
 
 def test_every_encoding_learns_the_task_at_the_training_length(runs):
-    for encoding in ("sinusoidal", "learned", "rope"):
-        assert worst(runs[(encoding, 1)], "accuracy", [TRAIN_LEN], min) >= 0.97, encoding    # measured >= 0.98
-    assert worst(runs[("alibi", 1)], "accuracy", [TRAIN_LEN], min) >= 0.85                     # measured 0.92-0.95
+    for encoding in ENCODINGS:                          # measured: sinusoidal >= 0.88, ALiBi >= 0.92, others 1.00
+        assert worst(runs[(encoding, 1)], "accuracy", [TRAIN_LEN], min) >= 0.8, encoding
 
 
 def test_the_absolute_encodings_fall_to_chance_past_the_training_length(runs):
@@ -69,20 +70,20 @@ def test_the_absolute_encodings_fall_to_chance_past_the_training_length(runs):
 
 
 def test_alibi_keeps_its_accuracy_at_every_length(runs):
-    assert worst(runs[("alibi", 1)], "beyond", LONGER, min) >= 0.8                              # measured >= 0.87
+    assert worst(runs[("alibi", 1)], "beyond", LONGER, min) >= 0.75                             # measured >= 0.87
 
 
 def test_rope_extrapolates_to_8_times_the_training_length_then_falls_behind_alibi(runs):
     rope, alibi = runs[("rope", 1)], runs[("alibi", 1)]
-    assert worst(rope, "beyond", [n for n in LONGER if n <= 8 * TRAIN_LEN], min) >= 0.95      # measured 1.00
-    assert worst(rope, "beyond", [MAX_LEN], max) <= 0.75                                       # measured 0.57-0.60
+    assert worst(rope, "beyond", [n for n in LONGER if n <= 8 * TRAIN_LEN], min) >= 0.9       # measured 1.00
+    assert worst(rope, "beyond", [MAX_LEN], max) <= 0.75                                       # measured 0.57-0.59
     gaps = [a["beyond"][MAX_LEN] - r["beyond"][MAX_LEN] for a, r in zip(alibi, rope)]
-    assert min(gaps) >= 0.15                                                                   # measured >= 0.27
+    assert min(gaps) >= 0.15                                                                   # measured >= 0.28
 
 
 def test_alibi_cannot_single_out_the_token_8_back_which_rope_finds(runs):
-    assert worst(runs[("alibi", 8)], "accuracy", [TRAIN_LEN], max) <= 0.4                     # measured 0.20-0.23
-    assert worst(runs[("rope", 8)], "accuracy", [TRAIN_LEN], min) >= 0.85                     # measured 0.92-1.00
+    assert worst(runs[("alibi", 8)], "accuracy", [TRAIN_LEN], max) <= 0.4                     # measured 0.20-0.21
+    assert worst(runs[("rope", 8)], "accuracy", [TRAIN_LEN], min) >= 0.8                      # measured 0.93-1.00
 
 
 def test_the_notebook_defines_the_kits_learned_table_word_for_word():

@@ -353,9 +353,11 @@ class Experiment:
 
     def _summary(self, encoding, lag):
         result = self.results[(encoding, lag)]
-        return Text(N_("{encoding}, token {lag} back: trained in {cpu:.1f} s of CPU (final loss {loss:.3f}); "
-                       "accuracy {first:.2f} at length {train_len}, {last:.2f} at length {max_len}."),
-                    encoding=Text(NAMES[encoding]), lag=lag, cpu=result["cpu_s"], loss=result["loss"],
+        # No seconds here: a graded notebook's outputs must be the same each time it is graded (the grader's
+        # tests compare them); `make benchmark-extrapolation` prints the time.
+        return Text(N_("{encoding}, token {lag} back: final training loss {loss:.3f}; accuracy {first:.2f} at "
+                       "length {train_len}, {last:.2f} at length {max_len}."),
+                    encoding=Text(NAMES[encoding]), lag=lag, loss=result["loss"],
                     first=result["accuracy"][TRAIN_LEN], train_len=TRAIN_LEN,
                     last=result["accuracy"][MAX_LEN], max_len=MAX_LEN)
 
