@@ -83,3 +83,32 @@ def test_a_student_who_handed_nothing_in_is_listed_with_0_and_the_reason(graded_
     with open(grades / "cells.csv", newline="") as handle:
         absent = [row for row in csv.DictReader(handle) if row["student"] == ABSENT]
     assert absent and all(float(row["points"]) == 0 for row in absent)
+
+
+@pytest.mark.slow
+def test_grading_one_student_keeps_the_classmates_results(graded_one_then_the_other, capsys, monkeypatch):
+    """`attnkit grade ps1 --student partial` (what the hub's Formgrader Autograde button runs) grades partial's
+    hand-in alone: the output speaks of partial only, and every report still holds the classmates' results."""
+    course = graded_one_then_the_other
+    grades = course.root / "grades"
+    before = {record["student"]: record for record in json.loads((grades / "records" / f"{PS1}.json").read_text())}
+    import attnkit_grader.pipeline as pipeline
+    original = pipeline.make_autograder
+    monkeypatch.setattr(pipeline, "make_autograder",
+                        lambda *args, **options: original(*args, **{**options, "canary": False, "workers": 1}))
+    capsys.readouterr()
+    assert main(["--root", str(course.root), "-q", "grade", PS1, "--student", "partial"]) == 0
+    printed = capsys.readouterr().out
+    assert "partial" in printed and "ref_solution" not in printed and ABSENT not in printed, printed
+    after = {record["student"]: record for record in json.loads((grades / "records" / f"{PS1}.json").read_text())}
+    assert set(after) == {*HANDED_IN, ABSENT}
+    assert {s: after[s] for s in after if s != "partial"} == {s: before[s] for s in before if s != "partial"}
+    assert after["partial"]["status"] == before["partial"]["status"] == "graded"
+    assert after["partial"]["cells"] == before["partial"]["cells"]      # the same hand-in, judged the same
+    report = json.loads((grades / "report.json").read_text())
+    assert report["students"]["ref_solution"][PS1]["status"] == "graded"
+    assert report["students"][ABSENT][PS1]["status"] == "missing"
+    insight = json.loads((grades / "insight.json").read_text())
+    assert any(m["assignment"] == PS1 for m in insight["ranked"])
+    assert main(["--root", str(course.root), "-q", "grade", PS1, "--student", "nobody"]) == 2
+    assert "student: nobody" in capsys.readouterr().err

@@ -3,8 +3,9 @@
 Each grading run keeps its results, one :class:`~attnkit_grader.results.SubmissionResult` record per
 submission, in ``grades/records/ASSIGNMENT.json``. Before the reports are written, :func:`widen` turns the run
 into one over every assignment of source/ the gradebook holds and every student the gradebook or the run
-knows: the assignments graded now from this run, the others from their records (or, where an older grader
-kept none, from the gradebook: graded where it holds a submission). A student with nothing graded for an
+knows: the submissions graded now from this run, the others from their records (or, where an older grader
+kept none, from the gradebook: graded where it holds a submission), so grading one student (the Formgrader's
+*Autograde*) keeps the classmates' results. A student with nothing graded for an
 assignment is 'missing', with the reason, and scores 0, in every report. :func:`narrow` gives back the part
 about the assignments graded now, which :func:`~attnkit_grader.pipeline.grade` returns and the CLI prints.
 """
@@ -67,7 +68,7 @@ def widen(course, run, reports_dir):
     students = sorted(students | {student for student, _ in run.submissions})
     submissions = {}
     for assignment in assignments:
-        kept = {} if assignment in run.assignments else load(reports_dir, assignment)
+        kept = load(reports_dir, assignment)
         for student in students:
             record = run.submissions.get((student, assignment)) or kept.get(student)
             if record is None:
@@ -78,12 +79,15 @@ def widen(course, run, reports_dir):
     return type(run)(assignments, submissions, table, {}, run.warnings, run.canary, course=assignments)
 
 
-def narrow(whole, assignments):
-    """The part of ``whole`` (a widened GradingRun) about ``assignments``: their records and table."""
+def narrow(whole, assignments, students=None):
+    """The part of ``whole`` (a widened GradingRun) about ``assignments`` (and ``students``, when given): their
+    records and table."""
+    def part(key):
+        return key[1] in assignments and (not students or key[0] in students)
+
     table = whole.table
-    part = ScoreTable({a: table.cells[a] for a in assignments},
-                      {key: points for key, points in table.points.items() if key[1] in assignments},
-                      {key for key in table.review if key[1] in assignments})
-    return type(whole)(list(assignments), {key: record for key, record in whole.submissions.items()
-                                           if key[1] in assignments}, part, {}, whole.warnings, whole.canary,
-                       course=whole.course)
+    scores = ScoreTable({a: table.cells[a] for a in assignments},
+                        {key: points for key, points in table.points.items() if part(key)},
+                        {key for key in table.review if part(key)})
+    return type(whole)(list(assignments), {key: record for key, record in whole.submissions.items() if part(key)},
+                       scores, {}, whole.warnings, whole.canary, course=whole.course)

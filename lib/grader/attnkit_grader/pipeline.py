@@ -117,8 +117,9 @@ class GradingRun:
 
 def grade(course, assignments, submissions, students_csv=None, reports_dir=None, autograder=None, *,
           grader="sandbox", workers=None, fresh=False, show_tests=False, warm=None, progress=False, scheduler=None,
-          certs=None, canary=True):
-    """Grade every student's submission of ``assignments`` (all of source/ when empty).
+          certs=None, canary=True, only=None):
+    """Grade every student's submission of ``assignments`` (all of source/ when empty); ``only``: these
+    students' alone (the others' results, kept from their last grading, stay in the reports).
 
     ``submissions`` is a folder of STUDENT/ASSIGNMENT/ folders; ``students_csv`` the class list (an 'id'
     column, optional first_name, last_name, email); ``reports_dir`` the grader's output folder (default:
@@ -135,7 +136,7 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
     reports_dir = Path(os.path.abspath(reports_dir)) if reports_dir else course.root / "grades"
     submissions = existing_dir(submissions, "submissions")
     roster = read_roster(students_csv) if students_csv else {}
-    students = class_list(roster, submissions)
+    students = class_list(roster, submissions, only)
     if not any(os.path.lexists(submissions / s / a) for s in students for a in assignments):
         raise NothingToDo(f"nothing handed in for {', '.join(assignments)} in {submissions}: nothing graded, the "
                           f"reports are as they were (collect the hand-ins first: attnkit collect ASSIGNMENT)")
@@ -164,8 +165,8 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
         autograder.close()
     run = GradingRun(assignments, records, None, {}, warnings, getattr(autograder, "canary_summary", None))
     whole = coursewide.widen(course, run, reports_dir)
-    run = coursewide.narrow(whole, assignments)     # what was graded now, every student the gradebook knows
-    coursewide.save(reports_dir, run)
+    coursewide.save(reports_dir, coursewide.narrow(whole, assignments))
+    run = coursewide.narrow(whole, assignments, only)   # what was graded now (every student, or ``only``)
     run.reports = write_reports(course, whole, reports_dir)
     return run
 
@@ -263,10 +264,16 @@ def read_roster(path):
     return roster
 
 
-def class_list(roster, submissions):
-    """Every student on the roster or with a folder in ``submissions``, sorted."""
+def class_list(roster, submissions, only=None):
+    """Every student on the roster or with a folder in ``submissions``, sorted (``only``: those of them)."""
     folders = {p.name for p in submissions.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))}
     students = sorted(set(roster) | folders)
+    if only:
+        unknown = sorted(set(only) - set(students))
+        if unknown:
+            raise ValueError(f"student: {', '.join(unknown)} neither on the class list nor with a folder in "
+                             f"{submissions}")
+        students = [s for s in students if s in only]
     if not students:
         raise NothingToDo(f"nothing handed in: no student folder in {submissions} and no class list; nothing "
                           f"graded (collect the hand-ins first: attnkit collect ASSIGNMENT)")
