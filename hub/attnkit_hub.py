@@ -7,12 +7,14 @@ commands typed in a terminal:
 - :class:`PrivateSubmit` (``ExchangeFactory.submit``, students' *Submit*): nbgrader makes a hand-in folder
   0777 and its files world-readable; this one leaves it readable by its author and the instructors' group
   only, and changeable by its author alone.
-- :class:`CheckedCollect` (``ExchangeFactory.collect``, the Formgrader's *Collect*, ``nbgrader collect``):
+- :class:`CheckedCollect` (``ExchangeFactory.collect``, ``nbgrader collect``; the Formgrader's *Collect*
+  button runs ``attnkit collect`` itself, through :mod:`attnkit_formgrader`):
   the checks of ``attnkit collect`` (a hand-in in another student's name, backdated or changed later, or
   holding links, is refused and never replaces anything; every language edition is gathered), with each
   refusal named in the log the Formgrader's dialog shows.
-- :class:`SandboxedGradingOnly` (``Autograde.exporter_class``, the Formgrader's *Autograde*, ``nbgrader
-  autograde``): refuses, naming ``attnkit grade``, before nbgrader touches a file. nbgrader's autograde runs
+- :class:`SandboxedGradingOnly` (``Autograde.exporter_class``, ``nbgrader autograde``; the Formgrader's
+  *Autograde* button runs ``attnkit grade --student`` through :mod:`attnkit_formgrader`): refuses, naming
+  ``attnkit grade``, before nbgrader touches a file. nbgrader's autograde runs
   student code unsandboxed, as the instructor, where a notebook could rewrite the gradebook or read source/.
 
 This module runs in students' servers too (it is imported wherever the configuration is read): it holds

@@ -9,7 +9,8 @@
 (/opt/attnkit-course, or $ATTNKIT_COURSE_PREFIX), never under /root, which other users cannot read:
 
     venv/        the course's Python: the student edition's package + JupyterLab + nbgrader + JupyterHub, and
-                 the hub's nbgrader plugins (hub/attnkit_hub.py); in share/attnkit, MathJax for the feedback
+                 the hub's nbgrader plugins (hub/attnkit_hub.py) and the instructor's Formgrader buttons
+                 (hub/attnkit_formgrader.py); in share/attnkit, MathJax for the feedback
                  pages' formulas. No grader, no reference solution; the instructor's nbgrader extensions are
                  switched off there (the edition's postBuild) and back on for the instructor only (user level).
                  Its etc/jupyter/nbgrader_config.py, read by every user, names the plugins: private hand-ins,
@@ -76,7 +77,8 @@ PROFILE = Path("/etc/profile.d/attnkit-course.sh")
 HUB_LOCK = REPO / "requirements" / "hub.txt"          # the course environment's lock (make lock; attnkit_grader.locks)
 PROXY_LOCK = REPO / "requirements" / "npm" / "proxy"   # configurable-http-proxy's package.json and package-lock.json
 INSTRUCTOR_EXTENSIONS = {            # switched off for everyone by the edition's postBuild, on for the instructor
-    "server": ("nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list"),
+    "server": ("nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list",
+               "attnkit_formgrader"),      # the Formgrader's Collect and Autograde, the kit's way (never on elsewhere)
     "lab": ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment", "@jupyter/nbgrader:course-list"),
 }
 
@@ -203,7 +205,8 @@ def environment(edition):
     site = Path(run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                     quiet=True).decode().strip())
     (site / "attnkit-grader.pth").write_text(f"{grader}\n")
-    shutil.copyfile(REPO / "hub" / "attnkit_hub.py", site / "attnkit_hub.py")     # the hub's nbgrader plugins
+    for module in ("attnkit_hub.py", "attnkit_formgrader.py"):    # the hub's nbgrader plugins, Formgrader buttons
+        shutil.copyfile(REPO / "hub" / module, site / module)
     inputs = {"grader": tree_digest(REPO / "lib" / "grader")}
     if changed(PREFIX / "grader.json", inputs, grader):
         say(f"installing the grader in {grader}")
@@ -548,9 +551,9 @@ def state(reset):
         {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}, indent=1))
     (jupyter / "nbgrader_config.py").write_text(
         "# Every course user's nbgrader (students and instructor): the course, its exchange, and the hub's\n"
-        "# plugins (hub/attnkit_hub.py): private hand-ins, collect through attnkit's checks (the Formgrader's\n"
-        "# Collect button and `nbgrader collect`), and autograde refused in favour of the sandboxed\n"
-        "# `attnkit grade` (the Formgrader's Autograde button and `nbgrader autograde`); feedback pages made\n"
+        "# plugins (hub/attnkit_hub.py): private hand-ins, collect through attnkit's checks (`nbgrader collect`),\n"
+        "# and autograde refused in favour of the sandboxed `attnkit grade` (`nbgrader autograde`; the\n"
+        "# Formgrader's Collect and Autograde buttons run attnkit itself: hub/attnkit_formgrader.py); feedback pages made\n"
         "# complete offline by the grader's exporter (the Generate Feedback button and `nbgrader generate_feedback`).\n"
         "c = get_config()  # noqa: F821\n"
         f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"

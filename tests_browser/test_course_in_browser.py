@@ -227,20 +227,26 @@ def formgrader(page):
     return page.frame_locator(".jp-MainAreaWidget:visible iframe")
 
 
-def modal_text(page, frame, name):
-    """The text of the Formgrader's dialog once it shows (a screenshot ``name``), then the dialog closed."""
+def modal_text(page, frame, name, wrapped=False):
+    """The text of the Formgrader's dialog once it shows (a screenshot ``name``), then the dialog closed;
+    ``wrapped``: assert that its log fits the dialog (no line runs past the right edge, no scroll bar)."""
     dialog = frame.locator(".modal.in .modal-content, .modal.show .modal-content").first
-    dialog.wait_for(timeout=180_000)
+    dialog.wait_for(timeout=300_000)
     page.wait_for_timeout(500)                     # the dialog fades in
     shot(page, name)
     text = dialog.inner_text()
+    if wrapped:
+        widths = dialog.locator("pre").evaluate_all("logs => logs.map(log => [log.scrollWidth, log.clientWidth])")
+        assert widths and all(scrolled <= shown for scrolled, shown in widths), (widths, text)
+        assert "Traceback" not in text, text
     dialog.locator("button", has_text="OK").or_(dialog.locator("button.close")).first.click()
     return text
 
 
 def test_the_instructor_collects_with_the_formgrader_button(course, new_page):
-    """The Formgrader's Collect goes through attnkit's checks: the forged hand-in is named with its reason
-    and refused; student1's and student2's own (French) hand-ins are collected, student2's not replaced."""
+    """The Formgrader's Collect runs attnkit collect (hub/attnkit_formgrader.py): the dialog reports the forged
+    hand-in as refused, with its reason, wrapped to the dialog's width; student1's and student2's own (French)
+    hand-ins are collected, student2's not replaced."""
     if not FORGED:
         pytest.skip("no forged hand-in (the test before failed)")
     page = new_page()
@@ -248,9 +254,10 @@ def test_the_instructor_collects_with_the_formgrader_button(course, new_page):
     frame = formgrader(page)
     row = frame.locator("tr", has_text=PS1).filter(has_not_text=f"{PS1}_")
     row.locator(".collect a").click()
-    text = modal_text(page, frame, "instructor-02-collected")
-    assert "Successfully collected" in text and "2 collected" in text, text
-    assert f"refused {FORGED[0]}, left in the exchange" in text and "owned by student3, not by student2" in text, text
+    text = " ".join(modal_text(page, frame, "instructor-02-collected", wrapped=True).split())
+    assert "There was an error collecting" in text and "Successfully" not in text, text    # a refusal, not success
+    assert f"$ attnkit collect -- {PS1}" in text and "2 collected, 0 already collected, 1 refused" in text, text
+    assert f"refused {FORGED[0]}:" in text and "owned by student3, not by student2" in text, text
     assert "fr edition" in text, text
     submitted = course.course_dir() / "submitted"
     handed_in = json.loads((submitted / "student2" / PS1 / f"{PS1}.ipynb").read_text())
@@ -320,8 +327,9 @@ def test_the_instructor_grades_and_releases_feedback_from_jupyterlabs_terminal(c
 
 
 def test_the_instructor_sees_the_graded_submissions_in_formgrader(course, new_page):
-    """The Formgrader lists PS1 once with its two submissions; its Autograde button refuses, naming attnkit
-    grade, and leaves the sandboxed grader's autograded copy in place."""
+    """The Formgrader lists PS1 once with its two submissions; its Autograde button grades student1's alone
+    the kit's way (attnkit grade --student: the canary, then the sandbox through the door), the score and
+    the classmate's result unchanged, the dialog wrapped."""
     if not SCORES:
         pytest.skip("nothing graded (the instructor's test failed)")
     page = new_page()
@@ -338,9 +346,14 @@ def test_the_instructor_sees_the_graded_submissions_in_formgrader(course, new_pa
     row.locator(f"a[href$='/manage_submissions/{PS1}']").click()      # the submissions of PS1
     student = frame.locator("tr", has_text="student1")
     student.locator(".autograde a").click()
-    text = modal_text(page, frame, "instructor-04-autograde-refused")
-    assert "attnkit grade" in text and "unsandboxed" in text, text
-    assert copy.read_bytes() == before, "the refused autograde changed the sandboxed grader's copy"
+    text = " ".join(modal_text(page, frame, "instructor-04-autograded", wrapped=True).split())
+    assert "Successfully autograded" in text and f"$ attnkit grade --student=student1 -- {PS1}" in text, text
+    assert "canary passed" in text and "1 of 1 submissions graded" in text and "student2" not in text, text
+    with Gradebook(f"sqlite:///{course.course_dir()}/gradebook.db", course.COURSE_ID) as gradebook:
+        assert {s: gradebook.find_submission(PS1, s).score for s in ANSWERS} == SCORES
+    assert copy.read_bytes() == before, "grading the same hand-in again changed its autograded copy"
+    report = json.loads((course.course_dir() / "grades" / "report.json").read_text())
+    assert report["students"]["student2"][PS1]["status"] == "graded", "the classmate's result was lost"
 
 
 def test_the_formgraders_generate_feedback_button_writes_the_offline_page(course, new_page, browser):
