@@ -186,10 +186,11 @@ def test_the_door_loads_nothing_the_instructor_can_write(course):
 
 def test_grading_runs_as_the_instructor_and_root_follows_no_planted_link(course):
     """An edited nbgrader_config.py, links planted where the grader writes, a hand-in under a crafted
-    student id and an assignments package planted in the course folder: the config runs as the instructor
-    only, the links' root-owned targets stay untouched, no shell ever sees the student id, the planted
-    package is no assignment (its manifest never runs), and every file of the course folder stays the
-    instructor's."""
+    student id and an assignments package planted in the course folder: a link in grades/ or autograded/
+    stops grading at once in one line naming it (issue 44); with those gone, grading runs with the link left
+    in feedback/. The config runs as the instructor only, the links' root-owned targets stay untouched, no
+    shell ever sees the student id, the planted package is no assignment (its manifest never runs), and
+    every file of the course folder stays the instructor's."""
     folder = course.course_dir()
     instructor = pwd.getpwnam("instructor")
     canaries = []
@@ -220,6 +221,12 @@ def test_grading_runs_as_the_instructor_and_root_follows_no_planted_link(course)
             subprocess.run(["runuser", "-u", "instructor", "--", *command], check=True)
         for manifest in (planted / "evil" / "assignment.py", planted / PS1 / "assignment.py"):
             write_as_instructor(manifest, f"open('{ran}-manifest', 'w').close()\n")
+        stopped = login_shell("instructor", f"cd {folder} && attnkit -q grade {PS1}")
+        assert stopped.returncode == 2 and "Traceback" not in stopped.stderr, stopped.stderr
+        assert "is a symbolic link" in stopped.stderr and any(str(link) in stopped.stderr for link in links), \
+            stopped.stderr
+        for link in list(links)[:3]:                  # grades/ and autograded/: the feedback/ link stays
+            subprocess.run(["runuser", "-u", "instructor", "--", "rm", str(link)], check=True)
         as_instructor("attnkit", "grade", PS1, check=False)
         assert sorted(p.name for p in ran.parent.glob(ran.name + "-*")) == [f"{ran.name}-{instructor.pw_uid}"], \
             "the course's nbgrader_config.py ran as someone other than the instructor, or a planted manifest ran"
