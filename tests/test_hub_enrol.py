@@ -115,3 +115,73 @@ def test_the_class_list_gains_names_and_lms_ids_and_loses_removed_demo_students(
     assert text == ("id,first_name,last_name,email,lms_user_id\n"
                     "ada,Ada,Lovelace,ada@example.org,1001\nstudent2,,,,\n")
     assert enrol.class_list([ada], text, set()) == text          # enrolling again changes nothing
+
+
+class RecordingHub:
+    """hub/course.py as enrol.py calls it, recording commands instead of running them (no root, no account)."""
+
+    STUDENTS = ("student1", "student2", "student3")
+    INSTRUCTOR = "instructor"
+    PREFIX = Path("/nonexistent/attnkit-course")
+
+    def __init__(self, course):
+        self.commands, self.written, self.course = [], {}, course
+
+    def kill_user_processes(self, user):
+        self.commands.append(("kill", user))
+
+    def run(self, command, user=None, cwd=None, quiet=False, **_):
+        self.commands.append(tuple(map(str, command)))
+
+    def write_as(self, user, path, text, append=False):
+        self.written[path] = text
+
+    def course_dir(self):
+        return self.course
+
+
+def test_remove_demo_removes_the_demo_accounts_the_roster_does_not_name_with_their_gradebook_entries(
+        tmp_path, monkeypatch):
+    """--remove-demo: student1 goes (account, home, processes, students.csv row, gradebook entry); student2,
+    whom the roster names, stays; student3, with no account on this machine, is not touched."""
+    import pwd
+    import subprocess
+
+    accounts = {"student1", "student2"}
+
+    def getpwnam(name):
+        if name not in accounts:
+            raise KeyError(name)
+        return name
+
+    ran = []
+
+    def fake_run(command, **options):
+        ran.append(command)
+        text = b"id\nstudent1\nstudent2\nstudent3\n" if command[-1].endswith("students.csv") else b""
+        return subprocess.CompletedProcess(command, 0, stdout=text)
+
+    monkeypatch.setattr(pwd, "getpwnam", getpwnam)
+    monkeypatch.setattr(enrol.subprocess, "run", fake_run)
+    hub = RecordingHub(tmp_path / "course")
+    roster = [enrol.Enrolee("student2", "Sam", "Two", "", "2002", 2), enrol.Enrolee("ada", "Ada", "L", "", "1001", 3)]
+    removed = enrol.remove_demo(roster, hub)
+    assert removed == ["student1"]
+    assert hub.commands == [("kill", "student1"), ("userdel", "--remove", "--", "student1")]
+    assert enrol.gradebook(roster, set(removed), hub)
+    removal = [c for c in ran if "remove" in c]
+    assert len(removal) == 1 and removal[0][-4:] == ["student", "remove", "--force", "student1"]
+    assert removal[0][:4] == ["runuser", "-u", "instructor", "--"]             # as the instructor, never root
+    written = hub.written[tmp_path / "course" / "students.csv"]
+    assert [line.split(",")[0] for line in written.splitlines()] == ["id", "ada", "student2", "student3"]
+    assert ("nbgrader", "db", "student", "import", "students.csv") in hub.commands
+
+
+def test_attnkit_hub_enrol_runs_the_checkouts_enrol_py(tmp_path, monkeypatch):
+    """`attnkit hub enrol ROSTER --remove-demo` is hub/enrol.py of this checkout, with the same arguments."""
+    from attnkit_grader import cli
+
+    called = []
+    monkeypatch.setattr(cli.subprocess, "call", lambda command: called.append(command) or 0)
+    assert cli.main(["hub", "enrol", str(tmp_path / "roster.csv"), "--remove-demo"]) == 0
+    assert called == [[sys.executable, str(ROOT / "hub" / "enrol.py"), str(tmp_path / "roster.csv"), "--remove-demo"]]

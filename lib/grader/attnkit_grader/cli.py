@@ -2,7 +2,7 @@
 
   release [ASSIGNMENT...] [--check]   student versions from source/, language editions included
                                       (--check: report drift, exit 1 if any)
-  grade ASSIGNMENT... [--submissions DIR] [--students CSV] [--reports DIR] [GRADER OPTIONS]
+  grade ASSIGNMENT... [--submissions DIR] [--students CSV] [--reports DIR] [--student ID...] [GRADER OPTIONS]
   demo [--reports DIR] [GRADER OPTIONS]   grade the bundled example class in the kit's repository
   publish OUT [--force]               the student edition: lectures, released assignments, student package
   new-assignment NAME [--title TITLE] a new assignment's folder and notebooks (then: attnkit release)
@@ -11,6 +11,8 @@
   release-feedback ASSIGNMENT [--exchange DIR]   generate the feedback pages and release them to students
   export {canvas,moodle} LMS_CSV --out FILE [EXPORT OPTIONS]   fill the LMS's own gradebook file with the
                                       gradebook's totals (see attnkit_grader.lms)
+  hub enrol ROSTER [--remove-demo]    as root, from the kit's checkout: the hub's accounts and gradebook from an
+                                      LMS roster (hub/enrol.py; the hub guide)
   cluster certs DIR [--host HOST...]  a Dask cluster's authority and certificates (attnkit_grader.cluster.certs)
   cluster scheduler --certs DIR       its scheduler (TLS only, no dashboard)
   cluster worker ADDRESS --certs DIR  a worker (unprivileged; the kit's preload; see attnkit_grader.cluster)
@@ -37,6 +39,7 @@ otherwise than its manifest says; nothing was graded or written).
 import argparse
 import logging
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -80,6 +83,8 @@ def parser():
                           "where collect puts them)")
     run.add_argument("--students", type=Path, metavar="CSV", help="class list CSV with an 'id' column (nbgrader's format)")
     run.add_argument("--reports", type=Path, metavar="DIR", help="where the reports go (default: COURSE/grades)")
+    run.add_argument("--student", action="append", metavar="ID", dest="only",
+                     help="grade this student's submission only (repeatable; the Formgrader's Autograde button)")
     grader_options(run)
 
     example = commands.add_parser("demo", help="grade the example class (examples/example_class)")
@@ -107,6 +112,15 @@ def parser():
     back.add_argument("assignment", metavar="ASSIGNMENT")
     back.add_argument("--exchange", type=Path, metavar="DIR",
                       help="nbgrader's exchange folder (default: Exchange.root of the course's nbgrader_config.py)")
+
+    hub = commands.add_parser("hub", help="the course's JupyterHub (as root, from the kit's checkout)")
+    hub_commands = hub.add_subparsers(dest="hub_command", required=True)
+    enrolling = hub_commands.add_parser("enrol", help="enrol a class from its LMS roster (hub/enrol.py)")
+    enrolling.add_argument("roster", type=Path, metavar="ROSTER",
+                           help="Canvas or Moodle export, or a CSV with an 'id' column")
+    enrolling.add_argument("--remove-demo", action="store_true", help="remove the demo accounts student1-3")
+    enrolling.add_argument("--edition", type=Path, metavar="DIR",
+                           help="the student edition new students get (default: the checkout's build/student-edition)")
 
     cluster = commands.add_parser("cluster", help="a Dask cluster to grade on: certificates, scheduler, workers")
     roles = cluster.add_subparsers(dest="role", required=True)
@@ -250,7 +264,7 @@ def run_grade(args):
     if args.submissions is None and not submissions.is_dir():
         raise NothingToDo(f"nothing handed in: {submissions} does not exist yet; nothing graded (collect the "
                           f"hand-ins first: attnkit collect ASSIGNMENT)")
-    show(grade(course, args.assignments, submissions, args.students, args.reports, **options(args)))
+    show(grade(course, args.assignments, submissions, args.students, args.reports, only=args.only, **options(args)))
     return 0
 
 
@@ -323,6 +337,17 @@ def options(args):
             "certs": args.certs}
 
 
+def run_hub(args):
+    """``attnkit hub enrol``: hub/enrol.py of the kit's checkout this grader comes from (root's, like the hub)."""
+    script = Path(__file__).resolve().parents[3] / "hub" / "enrol.py"
+    if not script.is_file():
+        raise ValueError(f"hub: {script} not found: run `attnkit hub enrol` from the kit's checkout (its .venv), "
+                         f"as root, where the hub was set up")
+    command = [sys.executable, str(script), str(args.roster)]
+    command += ["--remove-demo"] * args.remove_demo + (["--edition", str(args.edition)] if args.edition else [])
+    return subprocess.call(command)
+
+
 def run_cluster(args):
     from .cluster import certs, commands
 
@@ -366,4 +391,4 @@ def configure_logging(level):
 COMMANDS = {"release": run_release, "grade": run_grade, "demo": run_demo, "publish": run_publish,
             "new-assignment": run_new_assignment,
             "collect": run_collect, "release-feedback": run_release_feedback, "export": run_export,
-            "cluster": run_cluster}
+            "cluster": run_cluster, "hub": run_hub}
