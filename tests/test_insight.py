@@ -231,3 +231,16 @@ def test_the_report_is_in_the_language_the_instructor_sets(run, monkeypatch, cap
         write_html(course, graded, reports / "insight.html")
     assert main(["--root", str(course.root), "grade", PS1]) == 2
     assert "ATTNKIT_REPORT_LANG" in capsys.readouterr().err
+
+
+def test_an_assignment_nobody_handed_in_draws_its_figure_without_a_warning():
+    """A course-wide report holds assignments nobody handed in yet: their panels have no bars, and the figure
+    must come without matplotlib's 'No artists with labels' warning (seen in the Formgrader's Autograde dialog)."""
+    import warnings
+
+    from attnkit_grader.insight.render import distribution_figure
+
+    empty = {"max_total": 11, "totals": {}, "cells": [{"grade_id": "test_pe_table", "max_points": 2, "scores": {}}]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert distribution_figure(empty, ["en", "fr"])

@@ -141,7 +141,7 @@ def collect(course, assignment, exchange_root, tolerance=TOLERANCE, owner_name=N
             continue
         result.collected.append(handin)
     for handin in result.refused:
-        log.warning("refused %s: %s", handin.path, "; ".join(handin.problems))
+        log.info("refused %s: %s", handin.path, "; ".join(handin.problems))
     return result
 
 

@@ -197,8 +197,9 @@ def distribution_figure(part, languages, gettext=_):
         ax.tick_params(labelsize=7)
         ax.yaxis.get_major_locator().set_params(integer=True)
     axes[0].set_ylabel(gettext(_("submissions")), fontsize=8)
-    if len(languages) > 1:
-        axes[0].legend(fontsize=7)
+    labelled = [ax for ax in axes if ax.get_legend_handles_labels()[0]]
+    if len(languages) > 1 and labelled:           # an assignment nobody handed in has no bars to name
+        labelled[0].legend(fontsize=7)
     for ax in axes[len(panels):]:
         ax.set_visible(False)
     figure.tight_layout()
