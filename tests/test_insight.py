@@ -193,7 +193,7 @@ def test_the_site_rendering_links_the_course_and_not_the_feedback(run):
     body = str(render.fragment(found, links=False, teaching_base="../"))
     assert 'href="../lectures/03_positional_encoding.html#8-preview-learned-and-relative-encodings"' in body
     assert "feedback/_anonymous" not in body and 'class="example"' in body
-    assert "Français" in body and "中文" in body                     # a column per language
+    assert "French" in body and "Chinese" in body                   # a column per language, named in English
 
 
 def test_the_report_is_in_the_language_the_instructor_sets(run, monkeypatch, capsys):
@@ -219,7 +219,8 @@ def test_the_report_is_in_the_language_the_instructor_sets(run, monkeypatch, cap
         assert f'<html lang="{language}">' in html and all(s in html for s in sentences)     # trusted: not escaped
         assert str(escape(translations(language, PS1).gettext(trainable))) in html and str(escape(trainable)) not in html
         assert str(escape(i18n.translate(frozen, language))) in html and str(escape(frozen)) not in html
-        for english in ("What the class got wrong", "Mistakes ranked", "Where the course teaches it", "points lost"):
+        for english in ("What the class got wrong", "Mistakes ranked", "Where the course teaches it", "points lost",
+                        ">English<"):                                  # a count column named in the page's language
             assert english not in html, (language, english)
         copy = next((reports / "feedback" / "_anonymous").rglob("*.html")).read_text(encoding="utf-8")
         assert f'<html lang="{language}">' in copy

@@ -35,7 +35,6 @@ STYLE = """
 .insight a.example, .insight span.example { font-family: ui-monospace, monospace; margin-right: .4rem; white-space: nowrap; }
 """
 
-LANGUAGE_NAMES = {ENGLISH: "English", **{code: language.name for code, language in LANGUAGES.items()}}
 COLOURS = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown"]
 
 
@@ -47,6 +46,10 @@ REPORT_VARIABLE = "ATTNKIT_REPORT_LANG"
 def _(message):
     """Marks a sentence of the page for the catalog (``catalogs extract``); a function's own ``_`` translates."""
     return message
+
+
+# The count columns' headers, in the page's language (a French page says « anglais », not "English").
+LANGUAGE_NAMES = {ENGLISH: _("English"), "fr": _("French"), "zh": _("Chinese")}
 
 
 def report_language():
@@ -156,7 +159,8 @@ def templates(language):
 
 def language_columns(languages, gettext=_):
     """[{code, name}] of the count columns: one per language, then 'all' when there are several."""
-    columns = [{"code": code, "name": LANGUAGE_NAMES.get(code, code)} for code in languages]
+    columns = [{"code": code, "name": gettext(LANGUAGE_NAMES[code]) if code in LANGUAGE_NAMES else code}
+               for code in languages]
     return columns + [{"code": "all", "name": gettext(_("all"))}] if len(columns) > 1 else columns
 
 
