@@ -42,6 +42,9 @@ README_FIGURE_FILE = SITE / "_static" / "attention-in-three-places.png"
 # The instructors' guide shows the example class's insight report, rendered from this committed file beside
 # its page (tests/test_grading.py keeps it what grading the class writes today): the site build never grades.
 INSIGHT = Path("guide") / "insight.json"
+# The course's glossary (English, French, Chinese in one table): the repository's own copy, a page of each
+# language's guide; tests/test_glossary.py holds the catalogs, lectures and editions to it.
+GLOSSARY = SITE / "glossary.md"
 
 
 def lecture_figure(notebook, cell_id):
@@ -76,6 +79,7 @@ def stage(language, staged):
     folder = staged / language
     pages = SITE / "pages" / language                  # the home page and the guide's pages
     wanted = {folder / page.relative_to(pages): page for page in sorted(pages.rglob("*.md"))}
+    wanted[folder / "guide" / "glossary.md"] = GLOSSARY    # one trilingual page, in every language's guide
     lectures = ROOT / "course" if language == "en" else ROOT / "course" / language
     for lecture in sorted(lectures.glob("*.ipynb")):
         wanted[folder / "lectures" / lecture.name] = lecture
