@@ -138,3 +138,24 @@ if __name__ == "__main__":
             if cell.cell_type == "markdown":
                 cell.source = typeset(cell.source)
         nbformat.write(notebook, path)
+
+
+SITE_PAGES = sorted((ROOT / "site" / "pages" / "fr").rglob("*.md"))
+
+
+@pytest.mark.parametrize("path", SITE_PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_the_french_site_pages_use_no_break_spaces(path):
+    """The website's French pages (its home page, the students' guide) are French prose too: the notebooks' and
+    catalogs' rules hold there."""
+    problems = typography_problems(path.read_text(encoding="utf-8"))
+    assert not problems, f"{path.relative_to(ROOT)}:\n  " + "\n  ".join(problems[:30])
+
+
+def test_the_glossarys_french_lines_use_no_break_spaces():
+    """site/glossary.md is trilingual: its lines that are French (the introduction's French sentence and the
+    French column of the table) follow the French rules."""
+    text = (ROOT / "site" / "glossary.md").read_text(encoding="utf-8")
+    french = [line.split("|")[2] if line.startswith("| ") else line for line in text.splitlines()
+              if line.startswith(("| ", "Les termes"))]
+    problems = [p for line in french for p in typography_problems(line)]
+    assert SITE_PAGES and not problems, problems
