@@ -208,7 +208,7 @@ SAID = {   # nbgrader's frame as the page says it, per language
            "Commentaires\u00a0:", "Votre réponse", "(Haut de page)", "Pénalité de retard (note\u00a0: -0.5)",
            "Vérifié par le correcteur en dehors du notebook\u00a0: 0 / 1 points", "Cellule de test</a> (note\u00a0: 0.0 / 1.0)"),
     "zh": ('<html lang="zh">', "ps1_learnable_pe（得分：1.5 / 3.0）", "测试单元格", "书面回答", "评语：", "你的答案",
-           "（回到顶部）", "迟交扣分（得分：-0.5）", "由评分程序在 notebook 之外检查：0 / 1 分", "测试单元格</a>（得分：0.0 / 1.0）"),
+           "（回到顶部）", "迟交扣分（得分：-0.5）", "由评分程序在笔记本之外检查：0 / 1 分", "测试单元格</a>（得分：0.0 / 1.0）"),
 }
 
 

@@ -278,7 +278,7 @@ def test_the_autograded_copys_verdict_lines_follow_the_hand_ins_language():
             "fr": ("Vérifié par le correcteur en dehors du notebook\u00a0: 2 / 3 points",
                    "ÉCHOUÉE 0/1 [structure] the output's shape\u00a0: the output : forme attendue (2, 3), obtenue (3, 2)",
                    "réussie 2/2 [valeurs] row i is added to position i"),
-            "zh": ("由评分程序在 notebook 之外检查：2 / 3 分", "未通过 0/1 [结构] the output's shape：the output：形状应为 (2, 3)，实际为 (3, 2)",
+            "zh": ("由评分程序在笔记本之外检查：2 / 3 分", "未通过 0/1 [结构] the output's shape：the output：形状应为 (2, 3)，实际为 (3, 2)",
                    "通过 2/2 [数值] row i is added to position i")}
     for language, lines in said.items():
         assert verdict_lines(checks, 3.0, language).splitlines() == list(lines), language
@@ -343,8 +343,8 @@ DISQUALIFIED = {   # how a cell whose code comes from the reference solutions sa
     "fr": ("CELLULE NOTÉE 0\u00a0: skew provient des solutions de référence (attnkit_assignments.ps2_relative_pe."
            "reference), et non de votre notebook. Seul le travail écrit dans ce notebook rapporte des points\u202f; "
            "cette cellule obtient 0.", "cette cellule a obtenu 0 point sur 2.\nMotif\u00a0: skew provient"),
-    "zh": ("本单元格记 0 分：skew 来自参考答案（attnkit_assignments.ps2_relative_pe.reference），而不是来自你的 "
-           "notebook。只有在本 notebook 中写出的代码才能得分；本单元格得 0 分。", "此单元格得 0 分（满分 2 分）。\n原因：skew 来自"),
+    "zh": ("本单元格记 0 分：skew 来自参考答案（attnkit_assignments.ps2_relative_pe.reference），而不是来自你的"
+           "笔记本。只有在本笔记本中写出的代码才能得分；本单元格得 0 分。", "此单元格得 0 分（满分 2 分）。\n原因：skew 来自"),
 }
 
 
