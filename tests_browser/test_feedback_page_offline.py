@@ -107,7 +107,7 @@ def test_a_chinese_hand_ins_feedback_page_reads_in_chinese(tmp_path, browser):
     from attnkit import i18n
     from attnkit_grader.feedback import translations
 
-    bug, checks, shown, frame = read_edition_page(tmp_path, browser, "zh", "由评分程序在 notebook 之外检查")
+    bug, checks, shown, frame = read_edition_page(tmp_path, browser, "zh", "由评分程序在笔记本之外检查")
     assert "测试单元格" in frame and "得分：" in frame and "Test cell" not in frame and "Score" not in frame, frame
     zh = translations("zh", "ps2_relative_pe").gettext
     assert "未通过" in shown and i18n.translate(bug.says, "zh") in shown, shown
