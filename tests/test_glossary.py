@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 from babel.messages.pofile import read_po
+from test_french_typography import prose     # markdown without code spans, formulas and links
 
 ROOT = Path(__file__).resolve().parents[1]
 GLOSSARY = ROOT / "site" / "glossary.md"
-NOT_PROSE = re.compile(r"```.*?```|`[^`\n]*`|(?<!\\)\$\$.+?(?<!\\)\$\$|(?<!\\)\$.+?(?<!\\)\$|\]\([^)]*\)|<[^>\n]+>", re.S)
 CATALOGS, LECTURES, EDITIONS = "catalogs", "lectures", "editions"
 EVERYWHERE = (CATALOGS, LECTURES, EDITIONS)
 
@@ -40,10 +40,6 @@ RULES = [
 
 def glossary_text():
     return GLOSSARY.read_text(encoding="utf-8")
-
-
-def prose(markdown):
-    return NOT_PROSE.sub(" ", markdown)
 
 
 def catalog_texts(language):

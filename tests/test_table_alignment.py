@@ -27,7 +27,7 @@ def is_row(line):
 
 def ends(line, separator):
     """Display column where each field of ``line`` ends, fields split by ``separator``."""
-    found, width = set(), 0
+    found = set()
     for match in re.finditer(r"\S+(?:" + separator + r"\S+)*" if separator else r"\S+", line):
         found.add(display_width(line[:match.end()]))
     return found
