@@ -533,9 +533,10 @@ def example_course(tmp_path_factory):
     """A temporary copy of the course: config, source/, release/ and the example class."""
     root = copy_course(tmp_path_factory.mktemp("kit"))
     shutil.copytree(EXAMPLE, root / "examples" / "example_class")
-    (root / "course").mkdir()
-    for lecture in (ROOT / "course").glob("*.ipynb"):       # the insight report names their sections
-        shutil.copy(lecture, root / "course")
+    for language in ("", "fr", "zh"):                       # the insight report names their sections,
+        (root / "course" / language).mkdir(parents=True)    # in each report language
+        for lecture in (ROOT / "course" / language).glob("*.ipynb"):
+            shutil.copy(lecture, root / "course" / language)
     return root
 
 

@@ -103,9 +103,10 @@ def release_copy(course, edition, student, extra=None):
 def run(tmp_path):
     """A class of six, one of whom wrote in French and one whose hand-in attnkit collect recorded as Chinese."""
     course = Course(copy_course(tmp_path / "course"))
-    (course.root / "course").mkdir()
-    for lecture in (ROOT / "course").glob("*.ipynb"):           # where the catalogue's teaches links lead
-        shutil.copy(lecture, course.root / "course")
+    for language in ("", "fr", "zh"):                           # where the catalogue's teaches links lead,
+        (course.root / "course" / language).mkdir(parents=True)  # in every language
+        for lecture in (ROOT / "course" / language).glob("*.ipynb"):
+            shutil.copy(lecture, course.root / "course" / language)
     copied = FROZEN.evolve(issues=[Message.make(COPY, notebook=f"{PS1}.ipynb", cell="pe_answer", alike=100.0,
                                                 solution=Message.make("the notebook's solution"))])
     records = {r.student: r for r in (copied, BUFFER, BLANK, CRASH, ODD, SubmissionResult("stu_nobody", PS1, "missing"))}
@@ -245,3 +246,25 @@ def test_an_assignment_nobody_handed_in_draws_its_figure_without_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert distribution_figure(empty, ["en", "fr"])
+
+
+def test_a_translated_report_names_the_assignments_and_the_course_s_sections_in_its_language(run):
+    """The French and Chinese reports give each assignment's title (its catalog's) and each 'where the course
+    teaches it' as the translated lecture or edition says it (its heading at the same place), with that
+    notebook's path; the English words stay in the English report only."""
+    course, graded, _ = run
+    found, _ = summary.summarise(course, graded)
+    section = found["assignments"][0]["mistakes"][0]["teaches"][0]
+    assert section["heading"] == "8. Preview: learned and relative encodings"
+    assert section["languages"]["fr"]["notebook"] == "course/fr/03_positional_encoding.ipynb"
+    english = ("Learnable positional encoding", "Lecture 3 — Positional encoding",
+               "8. Preview: learned and relative encodings", "(course/03_positional_encoding.ipynb)")
+    said = {"fr": ("Encodage positionnel appris", "Cours 3 — L&#39;encodage positionnel",
+                   "(course/fr/03_positional_encoding.ipynb)"),
+            "zh": ("可学习的位置编码", "第 3 讲 — 位置编码", "(course/zh/03_positional_encoding.ipynb)")}
+    assert all(words in str(render.fragment(found, links=False)) for words in english)
+    for language, words in said.items():
+        body = str(render.fragment(found, links=False, language=language))
+        assert all(w in body for w in words), language
+        assert not [w for w in english if w in body], language
+        assert section["languages"][language]["heading"] in body.replace("&#39;", "'")

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .editions import ENGLISH, LANGUAGES, edition_name
+
 LEVELS = 3                                  # site/conf.py's myst_heading_anchors
 KINDS = {"lectures": "lecture", "assignments": "exercise"}
 _HEADING = re.compile(r"^(#{1,%d})[ \t]+(.+?)[ \t#]*$" % LEVELS, re.M)
@@ -29,10 +31,15 @@ class Section:
     notebook: str
     title: str
     heading: str
+    languages: tuple = ()       # ((code, notebook, title, heading), ...): the same section in each translation
 
     def to_json(self):
-        return {"link": self.link, "kind": self.kind, "notebook": self.notebook, "title": self.title,
-                "heading": self.heading}
+        found = {"link": self.link, "kind": self.kind, "notebook": self.notebook, "title": self.title,
+                 "heading": self.heading}
+        if self.languages:
+            found["languages"] = {code: {"notebook": notebook, "title": title, "heading": heading}
+                                  for code, notebook, title, heading in self.languages}
+        return found
 
 
 def slug(heading):
@@ -54,9 +61,12 @@ def parse(link):
     return match.groups()
 
 
-def notebook_path(folder, name):
-    """The notebook (relative to the course folder) of the website's page ``folder/name``."""
-    return Path("course") / f"{name}.ipynb" if folder == "lectures" else Path("release") / name / f"{name}.ipynb"
+def notebook_path(folder, name, language=ENGLISH):
+    """The notebook (relative to the course folder) of the website's page ``folder/name``, in ``language``: the
+    translated lecture (course/LANG/NAME.ipynb) or the assignment's edition (release/NAME_LANG/NAME.ipynb)."""
+    if folder == "lectures":
+        return Path("course") / f"{name}.ipynb" if language == ENGLISH else Path("course") / language / f"{name}.ipynb"
+    return Path("release") / edition_name(name, language) / f"{name}.ipynb"
 
 
 def headings(path):
@@ -87,4 +97,19 @@ def resolve(root, link):
     heading = dict(found).get(anchor)
     if heading is None or not found:
         return None
-    return Section(link, KINDS[folder], relative.as_posix(), plain(found[0][1]), plain(heading))
+    return Section(link, KINDS[folder], relative.as_posix(), plain(found[0][1]), plain(heading),
+                   tuple(translated(root, folder, name, [a for a, _ in found].index(anchor), len(found))))
+
+
+def translated(root, folder, name, position, count):
+    """(code, notebook, title, heading) of the heading at ``position`` (of ``count``) in each translation of the
+    page ``folder/name`` found in ``root``: a translation has the English notebook's headings, in the same order
+    (the anchors differ: they are made of the translated words). A translation whose headings are not as many is
+    left out (its section would be guessed)."""
+    for code in LANGUAGES:
+        relative = notebook_path(folder, name, code)
+        if not (Path(root) / relative).is_file():
+            continue
+        found = headings(Path(root) / relative)
+        if len(found) == count:
+            yield code, relative.as_posix(), plain(found[0][1]), plain(found[position][1])

@@ -235,7 +235,7 @@ def view(summary, language=ENGLISH):
         copied = [{**copy, "solution_text": Message.from_json(copy["solution"]).render(
                        None if language == ENGLISH else gettext),
                    "count_by": by_column(copy["count"], columns)} for copy in part.get("copies", [])]
-        parts.append({**part, "cells": cells, "columns": columns,
+        parts.append({**part, "title": own(part["title"]), "cells": cells, "columns": columns,
                       "figure": distribution_figure(part, languages, gettext),
                       "copies": copied, "handed_by": by_column(part["handed_in"], columns),
                       "handed_total": sum(part["handed_in"].values()), "judged_total": sum(part["judged"].values())})
@@ -247,10 +247,10 @@ def view(summary, language=ENGLISH):
         ranked.append({**m, "says": says, "assignment": entry["assignment"], "points_by": by_column(m["points"], columns),
                        "count_by": by_column(m["submissions"], columns), "judged_by": judged[entry["assignment"]]})
     return {"languages": languages, "columns": columns, "assignments": parts, "ranked": ranked,
-            "course": course_view(summary)}
+            "course": course_view(summary, language)}
 
 
-def course_view(summary):
+def course_view(summary, language=ENGLISH):
     """One row per assignment, in the reports folder's order: how many handed in, the median total, the mistake
     that cost the class most (the course view across assignments)."""
     rows = []
@@ -258,7 +258,8 @@ def course_view(summary):
         totals = sorted(total for values in part["totals"].values() for total in values)
         middle = len(totals) // 2
         median = (totals[middle] if len(totals) % 2 else (totals[middle - 1] + totals[middle]) / 2) if totals else 0.0
-        rows.append({"name": part["name"], "title": part["title"], "handed": len(totals), "median": median,
+        title = translations(language, part["name"]).gettext(part["title"])    # the assignment's catalog
+        rows.append({"name": part["name"], "title": title, "handed": len(totals), "median": median,
                      "max_total": part["max_total"], "top": part["mistakes"][0]["name"] if part["mistakes"] else None})
     return rows
 
@@ -300,9 +301,10 @@ def helpers(summary, links, teaching_base, language=ENGLISH):
             return Markup("<code>{}</code>").format(found["link"])
         template = _("Lecture: %(title)s › %(heading)s") if found["kind"] == "lecture" else \
             _("Exercise: %(title)s › %(heading)s")
-        text = escape(template) % {"title": found["title"], "heading": found["heading"]}
+        words = found.get("languages", {}).get(language, found)     # the translated notebook's own heading
+        text = escape(template) % {"title": words["title"], "heading": words["heading"]}
         if teaching_base is None:
-            return Markup("{} <small>({})</small>").format(text, found["notebook"])
+            return Markup("{} <small>({})</small>").format(text, words["notebook"])
         page, _anchor, anchor = found["link"].partition("#")
         return Markup('<a href="{}{}.html#{}">{}</a>').format(teaching_base, page, anchor, text)
 
