@@ -249,19 +249,21 @@ def test_an_assignment_nobody_handed_in_draws_its_figure_without_a_warning():
 
 
 def test_a_translated_report_names_the_assignments_and_the_course_s_sections_in_its_language(run):
-    """The French and Chinese reports give each assignment's title (its catalog's) and each 'where the course
-    teaches it' as the translated lecture or edition says it (its heading at the same place), with that
-    notebook's path; the English words stay in the English report only."""
+    """The French and Chinese reports give each assignment's title (its catalog's), each check's kind, and each
+    'where the course teaches it' as the translated lecture or edition says it (its heading at the same place),
+    with that notebook's path; the English words stay in the English report only."""
     course, graded, _ = run
     found, _ = summary.summarise(course, graded)
     section = found["assignments"][0]["mistakes"][0]["teaches"][0]
     assert section["heading"] == "8. Preview: learned and relative encodings"
     assert section["languages"]["fr"]["notebook"] == "course/fr/03_positional_encoding.ipynb"
     english = ("Learnable positional encoding", "Lecture 3 — Positional encoding",
-               "8. Preview: learned and relative encodings", "(course/03_positional_encoding.ipynb)")
+               "8. Preview: learned and relative encodings", "(course/03_positional_encoding.ipynb)",
+               ", values</small>")                                            # a check's kind
     said = {"fr": ("Encodage positionnel appris", "Cours 3 — L&#39;encodage positionnel",
-                   "(course/fr/03_positional_encoding.ipynb)"),
-            "zh": ("可学习的位置编码", "第 3 讲 — 位置编码", "(course/zh/03_positional_encoding.ipynb)")}
+                   "(course/fr/03_positional_encoding.ipynb)", ", valeurs</small>"),
+            "zh": ("可学习的位置编码", "第 3 讲 — 位置编码", "(course/zh/03_positional_encoding.ipynb)", ", 数值</small>",
+                   ", 结构</small>")}
     assert all(words in str(render.fragment(found, links=False)) for words in english)
     for language, words in said.items():
         body = str(render.fragment(found, links=False, language=language))

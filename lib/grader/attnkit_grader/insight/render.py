@@ -17,6 +17,7 @@ from attnkit import i18n
 from markupsafe import Markup, escape
 from matplotlib.figure import Figure
 
+from ..autograded_notebook import KIND_NAMES
 from ..editions import ENGLISH, LANGUAGES
 from ..feedback import number, translations
 from ..results import Message
@@ -123,7 +124,7 @@ BODY_SOURCE = """
 <table>
 <tr><th>{{ _("Check") }}</th><th class="n">{{ _("Points") }}</th>{% for column in a.columns %}<th class="n">{{ column.name }}</th>{% endfor %}<th>{{ _("Examples") }}</th></tr>
 {% for check in cell.checks %}
-<tr><td>{{ check.name }}{% if check.hidden %} <small>({{ _("hidden") }})</small>{% endif %} <small class="quiet">{{ check.id }}, {{ check.kind }}</small></td><td class="n">{{ check.points | number }}</td>
+<tr><td>{{ check.name }}{% if check.hidden %} <small>({{ _("hidden") }})</small>{% endif %} <small class="quiet">{{ check.id }}, {{ check.kind_text }}</small></td><td class="n">{{ check.points | number }}</td>
 {% for column in a.columns %}<td class="n">{{ share(check.failed_by[column.code], check.total_by[column.code], _("failed")) }}</td>{% endfor %}<td></td></tr>
 {% for cause in check.causes %}
 <tr class="cause"><td class="what" colspan="2">{{ cause_text(cause) }}</td>
@@ -227,6 +228,8 @@ def view(summary, language=ENGLISH):
             for check in cell["checks"]:
                 total = {code: check["passed"].get(code, 0) + check["failed"].get(code, 0) for code in languages}
                 checks.append({**check, "name": own(check["name"]) if check["name"] else "",
+                               "kind_text": gettext(KIND_NAMES[check["kind"]]) if check["kind"] in KIND_NAMES
+                               else check["kind"],                       # values, structure, property
                                "failed_by": by_column(check["failed"], columns),
                                "total_by": by_column(total, columns),
                                "causes": [{**cause, "count_by": by_column(cause["count"], columns)}
