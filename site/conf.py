@@ -38,7 +38,7 @@ STRINGS = {
     },
     "fr": {
         "project": "Cours sur l'attention",
-        "run": "Exécuter ce notebook :",
+        "run": "Exécuter ce notebook :",
         "hub": "sur le JupyterHub du cours",
         "binder": "sur Binder",
         "untested": "non testé",
@@ -48,7 +48,7 @@ STRINGS = {
     },
     "zh": {
         "project": "注意力机制课程",
-        "run": "运行这个 notebook：",
+        "run": "运行这个笔记本：",
         "hub": "在课程的 JupyterHub 上",
         "binder": "在 Binder 上",
         "untested": "未经测试",
