@@ -182,3 +182,18 @@ def test_the_measuring_command_names_an_unknown_assignment(capsys):
 def test_a_manifest_with_a_bad_copy_field_is_refused_naming_it(field, value, error, expected):
     with pytest.raises(error, match=re.escape(expected)):
         dataclasses.replace(registry.get("ps1_learnable_pe"), **{field: value})
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_the_solution_a_copy_is_alike_to_is_named_in_the_readers_language(assignment):
+    """The feedback page and the insight report name what a flagged copy is alike to: an alternative's description
+    is a sentence of the assignment's catalog, so a French or Chinese page gives it translated, not in English."""
+    from attnkit_grader import catalogs
+    from attnkit_grader.feedback import translations
+
+    for solution in copies.known(COURSE, assignment):
+        assert catalogs.untranslated(solution.label) == [], solution.name
+        for language in ("fr", "zh"):
+            text = solution.label.render(translations(language, assignment).gettext)
+            says = dict(solution.label.args).get("says")
+            assert says is None or says.template not in text, (language, text)

@@ -11,7 +11,8 @@ The catalogs (gettext domains), French and Chinese each:
   frames of a diagnosis (:mod:`.judging.engine`, :mod:`.judging.variants`), and the judge's generic comparisons
   (:mod:`.judging.compare`);
 - one per assignment (``attnkit_assignments/NAME/locale``, domain ``NAME``): its title (the insight report's),
-  its checks' names and hints and the sentences its check code fails with (:data:`CHECK_KEYWORDS`), so a new assignment brings its own translations
+  its alternative solutions' descriptions (a flagged copy's), its checks' names and hints and the sentences its
+  check code fails with (:data:`CHECK_KEYWORDS`), so a new assignment brings its own translations
   in its folder.
 
 The feedback page looks a message up in the grader's catalog, then the assignment's, then the student package's.
@@ -197,6 +198,8 @@ def _found(domain):
         manifest_file = manifest.folder / "assignment.py"
         if manifest.title:                          # the instructor's reports name the assignment by its title
             yield manifest.title, manifest_file
+        for alternative in manifest.alternatives:   # what a flagged copy is alike to (the feedback, the insight)
+            yield alternative.says, manifest_file
         for spec in manifest.checks:                # names, hints and the cases' "what", wherever they are written
             texts = [spec.name, spec.hint] + [value for key, value in spec.extra if key == "what"]
             yield from ((text, manifest_file) for text in texts if isinstance(text, str) and text)

@@ -146,7 +146,8 @@ def known(course, assignment):
         cells = {cell: code for cell, code in split_module(variants.source_of(manifest, alternative), wanted).items()
                  if code != reference.get(cell)}
         solutions.append(Solution(f"alternative:{alternative.name}", Message.make(
-            "the catalogue's alternative solution '{name}' ({says})", name=alternative.name, says=alternative.says),
+            "the catalogue's alternative solution '{name}' ({says})", name=alternative.name,
+            says=Message.make(alternative.says)),               # a sentence of the assignment's catalog
             "reference", cells, variants.source_of(manifest, alternative)))
     return solutions
 

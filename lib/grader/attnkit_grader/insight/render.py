@@ -235,8 +235,8 @@ def view(summary, language=ENGLISH):
                                "causes": [{**cause, "count_by": by_column(cause["count"], columns)}
                                           for cause in check["causes"]]})
             cells.append({**cell, "checks": checks})
-        copied = [{**copy, "solution_text": Message.from_json(copy["solution"]).render(
-                       None if language == ENGLISH else gettext),
+        copied = [{**copy, "solution_text": Message.from_json(copy["solution"]).render(    # an alternative's words
+                       None if language == ENGLISH else own),                             # are the assignment's
                    "count_by": by_column(copy["count"], columns)} for copy in part.get("copies", [])]
         parts.append({**part, "title": own(part["title"]), "cells": cells, "columns": columns,
                       "figure": distribution_figure(part, languages, gettext),
