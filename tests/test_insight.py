@@ -270,3 +270,19 @@ def test_a_translated_report_names_the_assignments_and_the_course_s_sections_in_
         assert all(w in body for w in words), language
         assert not [w for w in english if w in body], language
         assert section["languages"][language]["heading"] in body.replace("&#39;", "'")
+
+
+def test_the_score_figure_s_words_are_the_page_s_language():
+    """Every word drawn in the score distribution (the total's panel title included, which was drawn in English
+    whatever the page's language) comes through the page's gettext."""
+    asked = []
+
+    def gettext(message):
+        asked.append(message)
+        return message
+
+    part = {"max_total": 11, "totals": {"fr": [3.0]}, "cells": [{"grade_id": "test_pe_table", "max_points": 2,
+                                                                  "scores": {"fr": [1.0]}}]}
+    render.distribution_figure(part, ["fr"], gettext)
+    assert {"total", "points", "submissions", "%(title)s (max %(top)s)"} <= set(asked)
+    assert render.translations("zh").gettext("total") == "总分"

@@ -129,7 +129,7 @@ SAME_AS_ENGLISH = {
     "relative_position_index(3, 5, 1)", "relative_position_index(4, 6, 2)",
 }
 # Words spelt the same in a language as in English, checked by the translator: {(language, msgid)}.
-SAME_WORD = {("fr", "structure"), ("fr", "points"), ("fr", "Points"), ("fr", "%(points)s points")}
+SAME_WORD = {("fr", "structure"), ("fr", "points"), ("fr", "Points"), ("fr", "%(points)s points"), ("fr", "total")}
 
 
 def _python(path, keywords):

@@ -181,7 +181,7 @@ def png(figure):
 def distribution_figure(part, languages, gettext=_):
     """The scores of the assignment (total) and of each cell, one panel each, bars stacked by language; its words
     through ``gettext``."""
-    panels = [("total", part["max_total"], part["totals"])] + [
+    panels = [(gettext(_("total")), part["max_total"], part["totals"])] + [
         (cell["grade_id"], cell["max_points"], cell["scores"]) for cell in part["cells"]]
     columns = min(len(panels), 4)
     rows = -(-len(panels) // columns)
