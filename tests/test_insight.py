@@ -272,6 +272,21 @@ def test_a_translated_report_names_the_assignments_and_the_course_s_sections_in_
         assert section["languages"][language]["heading"] in body.replace("&#39;", "'")
 
 
+def test_every_section_the_catalogue_names_is_found_in_every_translation():
+    """A translation of a lecture or an edition has the English notebook's headings, in order: a heading added or
+    merged in one language only would leave that language's report pointing at the English words (or, counted
+    wrong, at another section), so every catalogued 'teaches' link must resolve in French and Chinese too."""
+    from attnkit_grader.teaching import resolve
+
+    links = {link for name in registry.assignments() for bug in registry.get(name).bugs for link in bug.teaches}
+    assert links
+    for link in sorted(links):
+        section = resolve(ROOT, link)
+        assert section is not None, link
+        assert [code for code, *_ in section.languages] == ["fr", "zh"], (
+            f"{link}: the translated notebook has not the English one's headings ({section.notebook})")
+
+
 def test_the_score_figure_s_words_are_the_page_s_language():
     """Every word drawn in the score distribution (the total's panel title included, which was drawn in English
     whatever the page's language) comes through the page's gettext."""
