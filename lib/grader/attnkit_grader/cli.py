@@ -43,8 +43,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nbgrader.api import Gradebook
-
 from . import offline
 from .autograders.base import BatchInterrupted
 from .canary import CanaryFailed
@@ -317,7 +315,7 @@ def run_export(args):
         identity_column=args.identity_column or "", match=args.match or "",
         students_csv=str(args.students) if args.students else "", columns=dict(args.column), missing=args.missing,
         allow_mismatches=args.allow_mismatches, allow_ungraded=args.allow_ungraded)
-    with Gradebook(course.db_url, course.course_id) as gradebook:
+    with course.gradebook() as gradebook:
         report = plugin.run(gradebook)
     print(report.text())
     return 1 if report.blocked else 0

@@ -14,7 +14,7 @@ import json
 import logging
 from pathlib import Path
 
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import MissingEntry
 
 from . import files
 from .reports import ScoreTable, read_scores
@@ -49,7 +49,7 @@ def load(reports_dir, assignment):
 
 def in_gradebook(course):
     """(assignments of source/ the gradebook holds, in source/'s order; the gradebook's students)."""
-    with Gradebook(course.db_url, course.course_id) as gradebook:
+    with course.gradebook() as gradebook:
         assignments = {a.name for a in gradebook.assignments}
         students = {s.id for s in gradebook.students}
         graded = {(s.student.id, s.assignment.name) for a in gradebook.assignments for s in a.submissions}

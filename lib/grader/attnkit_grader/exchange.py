@@ -40,7 +40,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import MissingEntry
 from nbgrader.utils import parse_utc
 
 from . import editions, offline
@@ -164,7 +164,7 @@ def chosen(handins, due=None):
 def due_date(course, assignment):
     """The assignment's due date in the gradebook (naive UTC), or None."""
     use_venv_tools()
-    with Gradebook(course.db_url, course.course_id) as gradebook:
+    with course.gradebook() as gradebook:
         try:
             return gradebook.find_assignment(assignment).duedate
         except MissingEntry:
@@ -204,7 +204,7 @@ def graded_students(course, assignment):
     """The students with a graded submission of ``assignment`` in the gradebook, sorted (none without one)."""
     if course.db_url.startswith("sqlite:///") and not Path(course.db_url.removeprefix("sqlite:///")).is_file():
         return []                                       # never create an empty gradebook to look into it
-    with Gradebook(course.db_url, course.course_id) as gradebook:
+    with course.gradebook() as gradebook:
         try:
             found = gradebook.find_assignment(assignment)
         except MissingEntry:
@@ -318,7 +318,7 @@ def recorded_time(folder):
 
 def enrolled_students(course):
     use_venv_tools()                    # a new gradebook is made by the alembic script
-    with Gradebook(course.db_url, course.course_id) as gradebook:
+    with course.gradebook() as gradebook:
         return {student.id for student in gradebook.students}
 
 

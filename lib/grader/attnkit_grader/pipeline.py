@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import MissingEntry
 
 from attnkit.i18n import N_
 from attnkit_sandbox.cells import MAX_NOTEBOOK_BYTES
@@ -293,7 +293,7 @@ def sync_gradebook(course, assignments, scratch):
 
 def enrol(course, roster, students):
     """Create or update each student in the gradebook (roster details where the CSV has them)."""
-    with Gradebook(course.db_url, course.course_id) as gradebook:
+    with course.gradebook() as gradebook:
         for student in students:
             details = {k: v for k, v in roster.get(student, {}).items() if v is not None}
             gradebook.update_or_create_student(student, **details)
@@ -388,7 +388,7 @@ def reset_automatic_scores(course, jobs):
     nbgrader only overwrites the scores of the cells it finds, so a test cell deleted since the last run
     would otherwise keep its old score.
     """
-    with Gradebook(course.db_url, course.course_id) as gradebook:
+    with course.gradebook() as gradebook:
         for job in jobs:
             try:
                 submission = gradebook.find_submission(job.assignment, job.student)
@@ -419,7 +419,7 @@ def forget(course, assignment, student):
     """Drop a submission's scores, autograded copy and nbgrader feedback, so nothing stale survives."""
     for step in ("autograded", "feedback"):
         remove(course.assignment_dir(step, assignment, student))
-    with Gradebook(course.db_url, course.course_id) as gradebook:
+    with course.gradebook() as gradebook:
         try:
             gradebook.remove_submission(assignment, student)
         except MissingEntry:

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 from . import editions
-from .course import CONFIG_NAME, Course
+from .course import CONFIG_NAME, Course, create_gradebook
 from .files import content
 from .precheck import relative_files
 
@@ -31,6 +31,8 @@ def release(course, assignments=(), release_dir=None, database=True):
     """
     assignments = course.check_assignments(assignments)
     base = {} if database else {"GenerateAssignment.no_database": True, "SaveCells.enabled": False}
+    if database:
+        create_gradebook(course.db_url)          # in this process: nbgrader would run `alembic heads` to stamp it
     if release_dir is not None:
         base["CourseDirectory.release_directory"] = str(Path(release_dir).resolve())
     generated = []

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import nbformat
 from matplotlib.figure import Figure
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import MissingEntry
 from nbgrader.plugins import CsvExportPlugin
 from nbgrader.utils import is_grade
 
@@ -47,7 +47,7 @@ def read_scores(course, assignments, students):
     """The ScoreTable of ``students`` x ``assignments`` from the course gradebook (0 where nothing was graded)."""
     cells = {a: grade_cells(course, a) for a in assignments}
     table = ScoreTable(cells, {})
-    with Gradebook(course.db_url, course.course_id) as gradebook:
+    with course.gradebook() as gradebook:
         for assignment in assignments:
             for student in students:
                 table.points[student, assignment] = {grade_id: 0.0 for grade_id, _ in cells[assignment]}
@@ -120,7 +120,7 @@ def write_cell_csv(table, path):
 def export_totals(course, path, assignments):
     """nbgrader's CSV export (``nbgrader export``): one row per student and assignment, with totals."""
     plugin = CsvExportPlugin(to=str(path), assignment=list(assignments))
-    with Gradebook(course.db_url, course.course_id) as gradebook:
+    with course.gradebook() as gradebook:
         plugin.export(gradebook)
 
 

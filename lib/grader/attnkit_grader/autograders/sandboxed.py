@@ -42,7 +42,6 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nbgrader.api import Gradebook
 from nbgrader.utils import parse_utc
 import torch
 from sqlalchemy.exc import SAWarning
@@ -427,7 +426,7 @@ class SandboxAutograder(Pool, Autograder):
         extra = {"timestamp": plan.timestamp} if plan.timestamp else {}
         answered, scores = result.run.get("answered", {}), result.scores()
         if self.gradebook is None:
-            self.gradebook = Gradebook(self.course.db_url, self.course.course_id)
+            self.gradebook = self.course.gradebook()
         gradebook = self.gradebook
         with warnings.catch_warnings(), rolled_back_on_error(gradebook):
             # nbgrader 0.9.6 + SQLAlchemy 2 warn (harmlessly) when a submission is first created
