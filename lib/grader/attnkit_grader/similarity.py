@@ -65,12 +65,13 @@ def tokens(code):
     return found
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=256)
 def shingles(code):
     """The set (frozen) of runs of ``K`` consecutive normalised tokens of ``code``.
 
     Kept for the batch: every hand-in is compared with the same released cells and known solutions, whose
-    tokenising took most of the pre-check's time (15 of 17 s at 102 hand-ins)."""
+    tokenising took most of the pre-check's time (15 of 17 s at 102 hand-ins). 256 entries hold an assignment's
+    released cells and known solutions many times over, and a few megabytes."""
     stream = tokens(code)
     return frozenset(tuple(stream[i:i + K]) for i in range(len(stream) - K + 1))
 
