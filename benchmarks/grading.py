@@ -1,13 +1,15 @@
 """Seconds per submission: plain sequential `nbgrader autograde` against the kit's sandboxed grader.
 
 Usage: .venv/bin/python benchmarks/grading.py [--copies N] [--workers N] [--one-worker] [--cold] [--profile]
-                                              [--assignment NAME]
+                                              [--unprivileged] [--assignment NAME]
        (or: make benchmark-grading, which grades 100 or more submissions)
 
 The example class (examples/example_class) is scaled up by handing in its honest submissions again
 under new student ids (``--copies`` rounds, default 1: 32 submissions, 6: 102; the endless loop and the other
 broken or hostile submissions stay in once, as in a real class), then graded in one run of this script,
-each variant in its own temporary copy of the course (nbgrader_config.py, source/, release/):
+each variant in its own temporary copy of the course (nbgrader_config.py, source/, release/). The class is
+problem sets 1 and 2 (:data:`CLASS`), whatever assignments the course gains, so figures stay comparable;
+``--assignment`` grades others.
 
   nbgrader   plain `nbgrader autograde ASSIGNMENT --force`, one command per assignment, after the
              instructor's usual setup (generate_assignment, db student import, copies in submitted/),
@@ -16,10 +18,17 @@ each variant in its own temporary copy of the course (nbgrader_config.py, source
              sandboxed runs, judging, gradebook, feedback pages and reports, all timed
   kit, 1 worker   the same with --workers 1 (only with --one-worker)
   kit, cold starts  the pool with a fresh interpreter per sandbox, as before the warm start (only with --cold)
+  kit, unprivileged  the pool run by an unprivileged uid, as an instructor grading as themself (only with
+             --unprivileged, as root: the grading process runs as :data:`UNPRIVILEGED_UID`)
 
 Then it checks that every test cell of every submission got the same points from nbgrader and from the
 kit (and from one worker and the pool), and prints the figures. Not a test: timings depend on the
 machine and on what else runs on it.
+
+The floor: what any grader must spend, the CPU seconds of the submissions' own cells and probes (the runner's
+accounting of each step; the endless loop counts its 30 s) over the machine's cores. The kit's wall time over the
+floor says how much the kit adds; the canary's runs are left out of the floor and its cost is printed apart.
+The goals (issue 43): at least 5x plain nbgrader as root, 4x unprivileged, within 1.2x of the floor.
 
 --profile adds, for the kit with the pool, where the time went: seconds before the first sandbox and
 after the last one (the parent alone), the CPU seconds of the sandboxes (their cgroups' accounting:
@@ -32,6 +41,7 @@ sandboxes, plus an equal share of the grading process's) over the CPU of its cel
 import argparse
 import contextlib
 import csv
+import json
 import logging
 import os
 import resource
@@ -42,7 +52,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from attnkit_grader import Course, grade
+from attnkit_grader import Course, canary, grade
+from attnkit_grader.cluster.local import as_cluster_user
 from attnkit_grader.isolation import notebook_run as sandbox
 from attnkit_grader.course import use_venv_tools
 from attnkit_grader.pipeline import EXAMPLE_CLASS, read_roster
@@ -51,6 +62,9 @@ from attnkit_grader.reports import read_scores
 ROOT = Path(__file__).resolve().parents[1]
 NBGRADER = [sys.executable, "-m", "nbgrader"]
 # Submissions of the example class that are plain attempts (no cheat, no broken file, no endless loop).
+CLASS = ["ps1_learnable_pe", "ps2_relative_pe"]          # the class every earlier figure was measured on
+GOALS = {"root": 5.0, "unprivileged": 4.0, "floor": 1.2}
+UNPRIVILEGED_UID = 60901                                  # beside local.CLUSTER_UID, below the sandboxes' uids
 HONEST = ["blank", "bug_frozen_table", "bug_no_clip", "bug_no_value_term", "bug_num_hiddens_scale", "bug_sign_flip",
           "bug_skew_reversed", "deleted_test_cell", "import_error", "partial", "ref_solution"]
 
@@ -111,7 +125,10 @@ def time_nbgrader(scratch, submissions, students_csv, assignments, handed_in):
 
 
 def time_kit(scratch, name, submissions, students_csv, assignments, workers=None, profile=None, warm=None):
-    root = course_copy(scratch, name)
+    return time_kit_at(course_copy(scratch, name), submissions, students_csv, assignments, workers, profile, warm)
+
+
+def time_kit_at(root, submissions, students_csv, assignments, workers=None, profile=None, warm=None):
     with profile.watching() if profile else contextlib.nullcontext():
         start = time.perf_counter()
         run = grade(root, assignments, submissions, students_csv, workers=workers, warm=warm)
@@ -123,7 +140,14 @@ class Profile:
     """What the kit's sandboxed runs and its own process used while :func:`time_kit` ran (see --profile)."""
 
     def __init__(self):
-        self.runs, self.parent = [], 0.0
+        self.runs, self.canary, self.parent = [], [], 0.0
+
+    def floor(self, cores):
+        """The submissions' cells-and-probes CPU over ``cores``: seconds no grader can go below (canary apart)."""
+        return sum(run[4] for run in self.runs) / cores
+
+    def canary_seconds(self):
+        return max(r[1] for r in self.canary) - min(r[0] for r in self.canary) if self.canary else 0.0
 
     @contextlib.contextmanager
     def watching(self):
@@ -139,8 +163,9 @@ class Profile:
             floor = sum(step.get("cpu", 0.0) for step in steps if isinstance(step, dict))
             timed_out = any(isinstance(step, dict) and step.get("status") == "timeout" for step in steps) \
                 or done.result.timed_out
-            self.runs.append((start, time.perf_counter(), cpu, f"{Path(scratch_dir).name} / {options.get('assignment')}",
-                              floor, timed_out))
+            run = (start, time.perf_counter(), cpu, f"{Path(scratch_dir).name} / {options.get('assignment')}",
+                   floor, timed_out)
+            (self.canary if Path(scratch_dir).name.startswith(canary.STUDENT) else self.runs).append(run)
             return done
 
         before = resource.getrusage(resource.RUSAGE_SELF)
@@ -159,6 +184,7 @@ class Profile:
             return ["profile: no sandboxed run"]
         wall = self.end - self.start
         first, last = min(r[0] for r in self.runs), max(r[1] for r in self.runs)
+        sung = max((r[1] for r in self.canary), default=self.start)        # the canary's end, else the run's start
         cpu = sum(r[2] for r in self.runs)
         top = sorted(self.runs, key=lambda r: -r[2])[:5]
         share = self.parent / submissions                # the grading process's CPU, shared out evenly
@@ -169,8 +195,9 @@ class Profile:
         ratios = sorted((used + share) / floor for used, floor, timed_out in honest.values() if floor > 0 and not timed_out)
         kept = [(used, floor) for used, floor, timed_out in honest.values() if floor > 0 and not timed_out]
         return [f"profile of the kit with the pool ({wall:.1f} s):",
-                f"  the parent alone: {first - self.start:.1f} s before the first sandbox (release sync, pre-check), "
-                f"{self.end - last:.1f} s after the last (reports)",
+                f"  the canary: {self.canary_seconds():.1f} s ({len(self.canary)} runs), from the start of the run",
+                f"  the parent alone: {first - sung:.1f} s between the canary and the first sandbox (release sync, "
+                f"pre-check), {self.end - last:.1f} s after the last (reports)",
                 f"  {len(self.runs)} sandboxed runs: {sum(r[1] - r[0] for r in self.runs):.1f} s in all, sandbox CPU "
                 f"{cpu:.1f} s ({cpu / len(self.runs):.2f} s a run, start-up included)",
                 f"  grading process CPU (all its threads: judging, gradebook, feedback, reports): {self.parent:.1f} s "
@@ -188,31 +215,79 @@ def differences(first, second, names):
     return wrong
 
 
+def kit_only(args):
+    """--kit-only: grade a prepared course as this process's user and print the figures as one JSON line."""
+    root, submissions, students_csv = map(Path, args.kit_only)
+    profile = Profile()
+    seconds, cells, run = time_kit_at(root, submissions, students_csv, args.assignment, args.workers, profile)
+    print(json.dumps({"seconds": seconds, "cells": [[*key, points] for key, points in cells.items()],
+                      "warm": any(r.run.get("warm") for r in run.submissions.values()), "uid": os.geteuid(),
+                      "floor_cpu": profile.floor(1), "canary": profile.canary_seconds()}))
+    return 0
+
+
+def time_unprivileged(scratch, submissions, students_csv, assignments, workers):
+    """The pool graded by :data:`UNPRIVILEGED_UID` (a process of its own, this script's --kit-only): (seconds,
+    cells, warm, floor CPU, canary seconds)."""
+    root = course_copy(scratch, "kit-unprivileged")
+    home = Path(scratch) / "home"
+    home.mkdir()
+    for folder in (root, home):
+        for path in [folder, *folder.rglob("*")]:
+            os.chown(path, UNPRIVILEGED_UID, UNPRIVILEGED_UID, follow_symlinks=False)
+    script = Path(scratch) / "grading.py"               # where that uid can read it, whatever folder holds the kit
+    shutil.copy2(__file__, script)
+    command = [sys.executable, str(script), "--kit-only", str(root), str(submissions), str(students_csv),
+               *[f"--assignment={a}" for a in assignments], *([f"--workers={workers}"] if workers else [])]
+    done = subprocess.run(as_cluster_user(command, UNPRIVILEGED_UID), capture_output=True, text=True,
+                          env={**os.environ, "HOME": str(home)}, cwd=scratch)
+    if done.returncode != 0:
+        raise SystemExit(f"the unprivileged run failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    if found["uid"] != UNPRIVILEGED_UID:
+        raise SystemExit(f"the unprivileged run ran as uid {found['uid']}, not {UNPRIVILEGED_UID}")
+    cells = {tuple(row[:3]): row[3] for row in found["cells"]}
+    return found["seconds"], cells, found["warm"], found["floor_cpu"], found["canary"]
+
+
+def goal_line(name, value, goal, at_most=False):
+    met = value <= goal if at_most else value >= goal
+    return f"  {name}: {value:.2f}x, goal {'at most' if at_most else 'at least'} {goal:g}x: {'met' if met else 'NOT met'}"
+
+
 def main(argv=None):
     options = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     options.add_argument("--copies", type=int, default=1, help="rounds of honest copies (default: 1)")
     options.add_argument("--workers", type=int, default=None, help="the kit's pool (default: CPU cores)")
     options.add_argument("--one-worker", action="store_true", help="also time the kit with one worker")
     options.add_argument("--cold", action="store_true", help="also time the pool with cold starts (no zygote)")
+    options.add_argument("--unprivileged", action="store_true",
+                         help=f"also time the pool graded by an unprivileged uid ({UNPRIVILEGED_UID}; needs root)")
     options.add_argument("--profile", action="store_true", help="say where the kit's time went (with the pool)")
     options.add_argument("--assignment", action="append", metavar="NAME",
-                         help="grade only this assignment (repeatable; default: all of them)")
+                         help=f"grade only this assignment (repeatable; default: {' and '.join(CLASS)})")
+    options.add_argument("--kit-only", nargs=3, metavar=("COURSE", "SUBMISSIONS", "CSV"), help=argparse.SUPPRESS)
     args = options.parse_args(argv)
     logging.getLogger("attnkit").setLevel(logging.ERROR)
     use_venv_tools()
-    assignments = Course(ROOT).assignments()
-    if args.assignment:
-        unknown = sorted(set(args.assignment) - set(assignments))
-        if unknown:
-            options.error(f"--assignment: no assignment {', '.join(unknown)} (there are {', '.join(assignments)})")
-        assignments = [a for a in assignments if a in args.assignment]
+    if args.kit_only:
+        return kit_only(args)
+    if args.unprivileged and os.geteuid() != 0:
+        options.error("--unprivileged: run as root (the benchmark hands the grading to an unprivileged uid)")
+    known = Course(ROOT).assignments()
+    unknown = sorted(set(args.assignment or ()) - set(known))
+    if unknown:
+        options.error(f"--assignment: no assignment {', '.join(unknown)} (there are {', '.join(known)})")
+    assignments = [a for a in known if a in (args.assignment or CLASS)]
+    cores = os.cpu_count()
     with tempfile.TemporaryDirectory(prefix="bench-grading-") as scratch:
+        os.chmod(scratch, 0o755)                            # the unprivileged uid reads the class from here
         submissions, students_csv = scaled_class(Path(scratch) / "class", args.copies)
         students = sorted(read_roster(students_csv))
         handed_in = [(s, a) for s in students for a in assignments if (submissions / s / a).is_dir()]
         count = len(handed_in)
         plain, plain_cells = time_nbgrader(scratch, submissions, students_csv, assignments, handed_in)
-        profile = Profile() if args.profile else None
+        profile = Profile()
         kit, kit_cells, run = time_kit(scratch, "kit", submissions, students_csv, assignments, args.workers, profile)
         starts = "warm starts" if any(r.run.get("warm") for r in run.submissions.values()) else "cold starts"
         rows = [("plain nbgrader autograde --force (sequential)", plain),
@@ -225,20 +300,37 @@ def main(argv=None):
         if args.cold:
             cold, cold_cells, _ = time_kit(scratch, "kitcold", submissions, students_csv, assignments, args.workers,
                                            warm=False)
-            rows.append((f"kit: the pool, cold starts (no zygote)", cold))
+            rows.append(("kit: the pool, cold starts (no zygote)", cold))
             checks.append(differences(cold_cells, kit_cells, ("cold", "warm")))
-    print(f"example class scaled to {count} submissions handed in ({len(students)} students, {len(assignments)} "
-          f"assignments); machine: {os.cpu_count()} CPU cores")
+        if args.unprivileged:
+            mine, mine_cells, mine_warm, mine_floor, mine_canary = time_unprivileged(
+                scratch, submissions, students_csv, assignments, args.workers)
+            rows.append((f"kit: the pool as uid {UNPRIVILEGED_UID}, {'warm' if mine_warm else 'cold'} starts", mine))
+            checks.append(differences(mine_cells, kit_cells, ("unprivileged", "root")))
+    print(f"example class scaled to {count} submissions handed in ({len(students)} students, "
+          f"{' + '.join(assignments)}); machine: {cores} CPU cores")
     print(f"{'variant':58s} {'total s':>8s} {'s/submission':>13s}")
     for name, seconds in rows:
         print(f"{name:58s} {seconds:8.1f} {seconds / count:13.2f}")
+    floor = profile.floor(cores)
+    print(f"the floor: the submissions' cells and probes, {floor * cores:.1f} CPU s over {cores} cores = {floor:.1f} s "
+          f"({floor / count:.2f} s a submission); the canary apart: {profile.canary_seconds():.1f} s of the pool's run")
     print(f"speed-up of the kit over plain nbgrader: {plain / kit:.2f}x")
     if args.one_worker:
         print(f"speed-up of the pool over one worker: {rows[2][1] / kit:.2f}x")
     if args.cold:
-        print(f"speed-up of warm starts over cold ones (the pool): {rows[-1][1] / kit:.2f}x")
-    if profile:
-        print("\n".join(profile.lines(os.cpu_count(), count)))
+        print(f"speed-up of warm starts over cold ones (the pool): {rows[3 if args.one_worker else 2][1] / kit:.2f}x")
+    print("goals:")
+    print(goal_line("plain nbgrader / the kit as root", plain / kit, GOALS["root"]))
+    if args.unprivileged:
+        print(goal_line(f"plain nbgrader / the kit as uid {UNPRIVILEGED_UID}", plain / mine, GOALS["unprivileged"]))
+    print(goal_line("the kit as root / the floor", kit / floor, GOALS["floor"], at_most=True) if floor else
+          "  the floor: no cell or probe ran")
+    if args.unprivileged and mine_floor:
+        print(goal_line(f"the kit as uid {UNPRIVILEGED_UID} / its floor", mine / (mine_floor / cores), GOALS["floor"],
+                        at_most=True))
+    if args.profile:
+        print("\n".join(profile.lines(cores, count)))
     wrong = [line for found in checks for line in found]
     cells = len(kit_cells)
     if wrong:
@@ -246,7 +338,7 @@ def main(argv=None):
         print("\n".join(wrong))
         return 1
     variants = ["nbgrader", "the kit's pool"] + (["1 worker"] if args.one_worker else []) + \
-        (["cold starts"] if args.cold else [])
+        (["cold starts"] if args.cold else []) + (["unprivileged"] if args.unprivileged else [])
     print(f"identical grades: all {cells} test cells of the {count} submissions ({', '.join(variants)})")
     return 0
 
