@@ -61,8 +61,8 @@ import threading
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = (0x00020000, 0x04000000, 0x08000000,
                                                                       0x20000000, 0x40000000)
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = (
-    1, 2, 4, 8, 32, 4096, 16384, 1 << 18)
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = (
+    1, 2, 4, 8, 32, 4096, 8192, 16384, 1 << 18)
 MNT_DETACH = 2
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_SECCOMP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 22, 38
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
@@ -305,8 +305,9 @@ def init_process(job, job_fds, program):
     code = SETUP_FAILED
     try:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL, "die with C")
-        unmount(PROC)
-        mount("proc", PROC, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        mount("proc", TMP, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)    # in a user namespace: only while the
+        unmount(PROC)                                # zygote's /proc is visible; then moved over it
+        mount(TMP, PROC, None, MS_MOVE)
         for name in ("sys", "sysrq-trigger", "irq", "bus"):   # read-only, as bubblewrap leaves them
             path = f"{PROC}/{name}"
             if os.path.exists(path):
@@ -347,7 +348,8 @@ def run_runner(job, job_fds, program):
         uid = int(job["uid"])
         if uid <= 0:
             raise ValueError(f"uid: expected an unprivileged uid, got {uid}")
-        os.setgroups([])
+        if job.get("groups", True):                   # refused in a user namespace (see isolation/userns.py)
+            os.setgroups([])
         os.setresgid(uid, uid, uid)
         empty_bounding_set()
         os.setresuid(uid, uid, uid)
