@@ -305,6 +305,7 @@ def init_process(job, job_fds, program):
     code = SETUP_FAILED
     try:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL, "die with C")
+        prctl(PR_SET_DUMPABLE, 0, "undumpable")      # in a user namespace R has G's uid: no /proc/1/mem for it
         mount("proc", TMP, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)    # in a user namespace: only while the
         unmount(PROC)                                # zygote's /proc is visible; then moved over it
         mount(TMP, PROC, None, MS_MOVE)
