@@ -109,7 +109,7 @@ class WarmSandbox:
         return self.cold.as_root
 
     def job_uid(self, limits):
-        """The uid a job runs as: ``limits.uid`` as root, else the only uid of the zygote's user namespace."""
+        """The uid a job runs as: the uid ``limits`` names as root, else the only uid of the zygote's user namespace."""
         return limits.uid if self.as_root else os.getuid()
 
     # --- the zygote ---------------------------------------------------------------------------------------
