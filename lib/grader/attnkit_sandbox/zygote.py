@@ -3,12 +3,12 @@ child per submission.
 
     python -m attnkit_sandbox.zygote --control FD --seccomp FD [--cgroups FD,FD,...]
 
-Started by the grader (:mod:`attnkit_grader.isolation.warm`) inside a bubblewrap sandbox of its own, as
-root in that sandbox's namespaces (PID, network, IPC, UTS, mount), chrooted into the jail (the file tree every
-run sees: read-only system, interpreter and staged packages), with the few capabilities the per-job steps
-below need and no system-call filter of its own. It imports torch, numpy, matplotlib, the student package,
-the runner and every staged assignment's probes, and computes nothing: a fork after torch's OpenMP threads
-start deadlocks. It never runs student code and never reads what a job produced.
+Started by the grader (:mod:`attnkit_grader.isolation.warm`) in a bubblewrap sandbox of its own, as root in its
+namespaces (PID, network, IPC, UTS, mount; a grader that is not root: as its uid in a user namespace, which the
+jobs keep, :mod:`attnkit_grader.isolation.userns`), chrooted into the jail (the tree every run sees: read-only
+system, interpreter and staged packages), with the capabilities the per-job steps below need and no filter. It
+imports torch, numpy, matplotlib, the student package, the runner and every staged assignment's probes, and
+computes nothing (a fork after torch's threads start deadlocks), never runs student code nor reads a job's output.
 
 For each job (a message on the control socket: the runner's arguments, a uid, the limits, the job's cgroups,
 the scratch files as bytes, and the job's stdout, stderr and channel pipes as file descriptors) it forks:
