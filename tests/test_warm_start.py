@@ -38,6 +38,7 @@ from attnkit_grader.isolation.limits import Limits, worker_uid
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 PS1 = "ps1_learnable_pe"
+CONTROL_POINTS = {"blank": 0.0, "partial": 4.5, "shape_only": 0.0}    # PS1's controls, as tests/test_cluster.py
 GRADER_UID = 60950                 # an instructor grading as themself: not root, not a sandbox's (61000 and up)
 INNER_SECONDS = 600
 
@@ -77,10 +78,10 @@ def unprivileged_run(request):
     environment = {**{k: v for k, v in os.environ.items() if k in ("PATH", "CI", "LANG")},
                    "HOME": str(home), "MPLCONFIGDIR": str(home / "matplotlib"), "PYTHONDONTWRITEBYTECODE": "1"}
     try:
-        done = subprocess.run(as_cluster_user([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                                               "-p", "no:randomly", "-q", "-rA", "--durations=0", f"--basetemp={home / 'tmp'}", *ids],
-                                              uid=GRADER_UID, paths=[ROOT]),
-                              cwd=ROOT, env=environment, capture_output=True, text=True, timeout=INNER_SECONDS)
+        command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-q", "-rA",
+                   "--durations=0", f"--basetemp={home / 'tmp'}", *ids]
+        done = subprocess.run(as_cluster_user(command, uid=GRADER_UID, paths=[ROOT]), cwd=ROOT, env=environment,
+                              capture_output=True, text=True, timeout=INNER_SECONDS)
     finally:
         shutil.rmtree(home, ignore_errors=True)
     output = done.stdout + done.stderr
@@ -327,6 +328,20 @@ def test_the_zygote_imported_everything_on_one_thread(zygote_box, tmp_path):
 
 # --- without cgroups: the limits alone -------------------------------------------------------------------------
 
+def test_the_user_namespace_arguments_name_a_bad_uid_and_make_dev_without_devpts():
+    for bad in (0, -1, "1000", True):
+        with pytest.raises(ValueError, match="uid: expected the unprivileged uid of the grading process"):
+            userns.namespace_args(bad)
+    args = userns.namespace_args(1000)
+    assert args[args.index("--uid") + 1] == args[args.index("--gid") + 1] == "1000"
+    assert "--disable-userns" not in args and args.count("--cap-add") == len(userns.CAPABILITIES)
+    made = userns.without_devpts(["--ro-bind", "/usr", "/j/usr", "--dev", "/j/dev", "--proc", "/j/proc"])
+    assert "--dev" not in made and made[:3] == ["--ro-bind", "/usr", "/j/usr"] and made[-2:] == ["--proc", "/j/proc"]
+    binds = [made[i + 1:i + 3] for i, arg in enumerate(made) if arg == "--dev-bind"]
+    assert binds == [[f"/dev/{name}", f"/j/dev/{name}"] for name in userns.DEVICES]
+    assert "/dev/pts" not in " ".join(made)
+
+
 def test_a_fork_bomb_stops_at_the_process_limit_and_the_next_job_runs(zygote_box, tmp_path):
     """RLIMIT_NPROC stops the bomb (in a user namespace it counts the zygote's namespace: the zygote, the job's
     setup processes and the job's own); the job's end kills what it forked, and the zygote serves the next."""
@@ -405,7 +420,8 @@ def test_a_job_can_make_no_user_namespace_nor_regain_a_capability(zygote_box, tm
 def test_a_refused_user_namespace_falls_back_to_cold_runs_with_the_same_grades(privilege, tmp_path, monkeypatch,
                                                                               capsys):
     """Where the system refuses the zygote's user namespace (simulated: the probe refuses), an unprivileged grader
-    says so once on stderr and grades cold, with the grades a warm batch gives; root never needs one."""
+    says so once on stderr and grades cold, with the points warm batches give PS1's controls (the warm and cold
+    grades test below, tests/test_cluster.py's warm workers); root never needs one."""
     refusal = "setting up uid map: Permission denied (simulated)"
     monkeypatch.setattr(userns, "refusal", lambda bwrap="bwrap": refusal)
     userns.tell_cold.cache_clear()
@@ -417,18 +433,15 @@ def test_a_refused_user_namespace_falls_back_to_cold_runs_with_the_same_grades(p
         assert capsys.readouterr().err.count(refusal) == 1
         with pytest.raises(bwrap.SandboxUnavailable, match="Permission denied"):
             warm.WarmSandbox(staging.stage_packages(tmp_path / "public"))
-        controls = ROOT / "tests" / "fixtures" / "hostile_class" / "controls"
-        runs = {}
-        for refused in (True, False):
-            if not refused:
-                monkeypatch.undo()
-            root = copy_course(tmp_path / f"course-{refused}")
-            runs[refused] = grade(root, [PS1], controls, reports_dir=root / "grades", workers=2)
+        root = copy_course(tmp_path / "course")
+        cold = grade(root, [PS1], ROOT / "tests" / "fixtures" / "hostile_class" / "controls",
+                     reports_dir=root / "grades", workers=2)
     finally:
         userns.tell_cold.cache_clear()
-    assert runs[True].table.as_dict() == runs[False].table.as_dict()
-    assert {record.run.get("warm") for record in runs[True].submissions.values() if record.run} == {False}
-    assert {record.run.get("warm") for record in runs[False].submissions.values() if record.run} == {True}
+    assert {record.run.get("warm") for record in cold.submissions.values() if record.run} == {False}
+    got = {student: sum(p for p in cold.table.points[student, PS1].values() if p is not None)
+           for student in CONTROL_POINTS}
+    assert got == CONTROL_POINTS                     # what warm runs give them, as root and unprivileged
 
 
 # --- the CPU share -------------------------------------------------------------------------------------------
