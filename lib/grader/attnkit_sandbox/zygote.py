@@ -63,10 +63,9 @@ CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = (0x0002000
                                                                       0x20000000, 0x40000000)
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = (
     1, 2, 4, 8, 32, 4096, 8192, 16384, 1 << 18)
-MNT_DETACH = 2
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_SECCOMP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 22, 38
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
-SECCOMP_MODE_FILTER = 2
+SECCOMP_MODE_FILTER, MNT_DETACH = 2, 2
 SIOCSIFFLAGS, IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x8914, 0x1, 0x8, 0x40
 CAPABILITY_VERSION_3 = 0x20080522
 SYS_CAPSET = {"x86_64": 126, "aarch64": 91}
@@ -305,7 +304,8 @@ def init_process(job, job_fds, program):
     code = SETUP_FAILED
     try:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL, "die with C")
-        prctl(PR_SET_DUMPABLE, 0, "undumpable")      # in a user namespace R has G's uid: no /proc/1/mem for it
+        prctl(PR_SET_DUMPABLE, 0, "undumpable")      # in a user namespace R has G's uid: no /proc/1/mem for it,
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # and no KeyboardInterrupt (the kernel drops it for a PID 1)
         mount("proc", TMP, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)    # in a user namespace: only while the
         unmount(PROC)                                # zygote's /proc is visible; then moved over it
         mount(TMP, PROC, None, MS_MOVE)
