@@ -97,3 +97,11 @@ def student_wheel(tmp_path_factory):
                     "--wheel-dir", str(folder / "dist"), str(project)], check=True)
     (wheel,) = (folder / "dist").glob("attention_kit-*.whl")
     return wheel
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """A test whose ``privilege`` was run as another user (tests/test_warm_start.py) is not run again here."""
+    if getattr(pyfuncitem.funcargs.get("privilege"), "delegated", False):
+        return True
+    return None

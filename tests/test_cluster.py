@@ -95,10 +95,11 @@ def test_plain_tcp_and_a_cluster_without_certificates_are_refused_before_anythin
         make_autograder("sandbox", None, tmp_path, scheduler="tls://127.0.0.1:8786", certs=tmp_path, warm=False)
 
 
-@pytest.mark.parametrize("root", [False, True], ids=["unprivileged", "root"])
-def test_a_workers_threads_each_get_the_graders_launcher_warm_only_as_root(root, tmp_path, monkeypatch):
-    """Without a door, each worker thread gets a launcher of its own from the grader's warm.launcher: a cold
-    sandbox unprivileged (an ``attnkit cluster worker``), a warm one (a zygote each) as root; all closed after."""
+@pytest.mark.parametrize("root", [False, True], ids=["no-warm-start", "warm-start"])
+def test_a_workers_threads_each_get_the_graders_launcher_warm_where_available(root, tmp_path, monkeypatch):
+    """Without a door, each worker thread gets a launcher of its own from the grader's warm.launcher: a warm one
+    (a zygote each) where warm starts are available (root, or a user namespace for an ``attnkit cluster
+    worker``), else a cold sandbox; all closed after."""
     from attnkit_grader.isolation import bwrap, staging, warm
 
     made = []
@@ -382,6 +383,18 @@ def test_the_cluster_gives_each_submission_its_controls_points_and_twins_run_apa
         assert points(run, student, PS3) == PS3_CONTROL_POINTS[EXPECTED["attacks"][student]["control"]], student
     assert {key for key in graded["handed"] if key[1] == PS3} == {("partial", PS3), *((s, PS3) for s in PS3_ATTACKS)}
     assert twin.seed != original.seed and twin.sha256 == original.sha256      # same bytes, two runs
+
+
+@pytest.mark.slow
+def test_a_worker_without_a_door_starts_its_runs_warm_in_a_user_namespace(graded):
+    """The workers run as an unprivileged uid with no door: each thread's zygote lives in a user namespace."""
+    probe = "from attnkit_grader.isolation import userns; print(userns.refusal() or '')"
+    refused = subprocess.run(local.as_cluster_user([sys.executable, "-c", probe]), capture_output=True, text=True,
+                             cwd="/", timeout=120).stdout.strip()
+    if refused:
+        pytest.skip(f"this system refuses the workers a user namespace ({refused}): they start cold")
+    ran = {key: record.run.get("warm") for key, record in graded["run"].submissions.items() if record.run}
+    assert ran and set(ran.values()) == {True}, ran
 
 
 @pytest.mark.slow

@@ -4,11 +4,24 @@ Every sandboxed test of tests/test_sandbox.py already runs on the warm path too 
 These add what only a zygote shared by a worker's runs could let through: one job leaving files,
 processes, IPC objects, sockets, threads, environment, module state, monkeypatches or corrupted memory
 for the next; a job reaching the zygote (signals, ptrace, its memory, its descriptors); and the CPU share
-each job's cgroup gives it. Then the same grades warm and cold. All need root (warm starts do) and
-bubblewrap.
+each job's cgroup gives it. Then the same grades warm and cold. All need bubblewrap, and root or a user
+namespace (warm starts do).
+
+The hostile tests run twice (the ``privilege`` fixture): as root, and as an unprivileged grader whose zygote
+lives in a user namespace (:mod:`attnkit_grader.isolation.userns`). Run as root, the unprivileged half runs
+once for the whole file, as :data:`GRADER_UID` in a pytest of its own, and each test reports the outcome it
+had there; run as another user, only that half runs, here. Without cgroups, a fork bomb, a memory hog and
+a spinning job are stopped by the limits alone: tested as mechanisms.
 """
 
+import dataclasses
 import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -17,18 +30,69 @@ import pytest
 from conftest import copy_course, processes_of
 
 from attnkit_grader import grade
-from attnkit_grader.isolation import bwrap, notebook_run, staging, warm
+from attnkit_grader.cluster.local import as_cluster_user
+from attnkit_grader.isolation import bwrap, notebook_run, seccomp, staging, userns, warm
 from attnkit_grader.isolation.cgroups import Cgroup
 from attnkit_grader.isolation.limits import Limits, worker_uid
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 PS1 = "ps1_learnable_pe"
+CONTROL_POINTS = {"blank": 0.0, "partial": 4.5, "shape_only": 0.0}    # PS1's controls, as tests/test_cluster.py
+GRADER_UID = 60950                 # an instructor grading as themself: not root, not a sandbox's (61000 and up)
+INNER_SECONDS = 600
+
+
+@dataclasses.dataclass(frozen=True)
+class Privilege:
+    """Who grades: "root" or "unprivileged"; ``delegated``: this test ran as GRADER_UID, its body is not run here
+    (tests/conftest.py's pytest_pyfunc_call)."""
+
+    name: str
+    delegated: bool = False
+
+
+@pytest.fixture(params=["root", "unprivileged"])
+def privilege(request):
+    if request.param == "root":
+        if os.geteuid() != 0:
+            pytest.skip("the grader is not root here: its unprivileged half runs")
+        return Privilege("root")
+    if os.geteuid() != 0:
+        return Privilege("unprivileged")
+    outcomes, output = request.getfixturevalue("unprivileged_run")
+    assert outcomes.get(request.node.nodeid) == "PASSED", output[-6000:]
+    return Privilege("unprivileged", delegated=True)
+
+
+@pytest.fixture(scope="session")
+def unprivileged_run(request):
+    """({test id: outcome}, output) of this file's unprivileged tests, run once as GRADER_UID (as root only)."""
+    if not shutil.which("setpriv") or bwrap.unavailable_reason():
+        pytest.skip("no bubblewrap or setpriv to run an unprivileged grader")
+    here = Path(__file__).resolve().relative_to(ROOT).as_posix()
+    ids = [item.nodeid for item in request.session.items if item.nodeid.startswith(f"{here}::")
+           and getattr(item, "callspec", None) and item.callspec.params.get("privilege") == "unprivileged"]
+    home = Path(tempfile.mkdtemp(prefix="attnkit-unprivileged-"))
+    home.chmod(0o777)
+    environment = {**{k: v for k, v in os.environ.items() if k in ("PATH", "CI", "LANG")},
+                   "HOME": str(home), "MPLCONFIGDIR": str(home / "matplotlib"), "PYTHONDONTWRITEBYTECODE": "1"}
+    try:
+        command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "-q", "-rA",
+                   "--durations=0", f"--basetemp={home / 'tmp'}", *ids]
+        done = subprocess.run(as_cluster_user(command, uid=GRADER_UID, paths=[ROOT]), cwd=ROOT, env=environment,
+                              capture_output=True, text=True, timeout=INNER_SECONDS)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    output = done.stdout + done.stderr
+    outcomes = dict((m[2], m[1]) for m in re.finditer(r"^(PASSED|FAILED|ERROR|SKIPPED) (\S+)", output, re.M))
+    return outcomes, output
 
 
 @pytest.fixture(scope="module")
 def public_dir(tmp_path_factory):
-    reason = bwrap.unavailable_reason() or (None if warm.available() else "warm starts need root")
+    reason = bwrap.unavailable_reason() or (
+        None if warm.available() else f"warm starts need root or a user namespace ({userns.refusal()})")
     if reason:
         (pytest.fail if os.environ.get("CI") and warm.available() else pytest.skip)(reason)
     return staging.stage_packages(tmp_path_factory.mktemp("public"))
@@ -40,10 +104,21 @@ def uid_for(offset):
 
 
 @pytest.fixture
-def zygote_box(public_dir):
-    box = warm.WarmSandbox(public_dir, Limits(wall_seconds=60, uid=uid_for(0)))
+def zygote_box(request, privilege):
+    """A warm sandbox of the ``privilege`` at hand (None where the test ran as GRADER_UID)."""
+    if privilege.delegated:
+        yield None
+        return
+    box = warm.WarmSandbox(request.getfixturevalue("public_dir"), Limits(wall_seconds=60, uid=uid_for(0)))
+    assert box.as_root == (privilege.name == "root")
     yield box
     box.close()
+
+
+def leftovers(box):
+    """Processes a job left: below the zygote (C, G and every process of a job's namespace), and as root, of the
+    job's uid (in a user namespace that uid is the grader's own)."""
+    return descendants(zygote_pid(box)) + (processes_of(box.limits.uid) if box.as_root else [])
 
 
 def run(box, tmp_path, *sources, name="job", **options):
@@ -164,7 +239,7 @@ def test_a_job_leaves_nothing_for_the_next(zygote_box, tmp_path):
     lines = left[1].splitlines()
     assert lines[:3] == ["refused /dev/shm/left 30", "refused /dev/left 30", "refused /left 30"]   # EROFS
     assert lines[3] == "shm True msg True" and lines[4].startswith("pi 3.0 random 0.416")
-    assert processes_of(zygote_box.limits.uid) == []          # the daemon died with the job's namespace
+    assert leftovers(zygote_box) == []                        # the daemon died with the job's namespace
     found, _ = run(zygote_box, tmp_path, FIND, name="find")
     lines = found[1].splitlines()
     assert lines[:4] == ["files []", "shm -1 ENOENT msg -1 ENOENT", "refused ConnectionRefusedError",
@@ -190,10 +265,11 @@ try:
     open('/proc/1/mem', 'rb').read(1)
 except OSError as error:
     print('mem', errno.errorcode[error.errno])
-try:
-    os.kill(1, signal.SIGKILL)              # the job's own init: root's, and a PID 1
-except OSError as error:
-    print('kill init', errno.errorcode[error.errno])
+for number in (signal.SIGKILL, signal.SIGINT):     # the job's own init: root's (unprivileged: dropped, a PID 1)
+    try:
+        os.kill(1, number)
+    except OSError as error:
+        print('kill init', errno.errorcode[error.errno])
 print('init alive', os.path.exists('/proc/1'))
 print('fds', sorted(int(fd) for fd in os.listdir('/proc/self/fd')))
 status = dict(line.split(':', 1) for line in open('/proc/self/status').read().splitlines())
@@ -211,16 +287,22 @@ def test_a_job_cannot_reach_the_zygote(zygote_box, tmp_path):
     before = sorted(os.listdir(f"/proc/{zygote}/fd"))
     pids = [zygote_box.process.pid, zygote, *descendants(zygote_box.process.pid)]
     found, done = run(zygote_box, tmp_path, REACH.format(pids=sorted(set(pids))), name="reach")
+    assert done.reason is None, done.reason                  # its init outlived the signals: the run ended well
     lines = found[1].splitlines()
     assert lines[0] == "parent 1 visible [1, 2]"
     assert lines[1:1 + len(set(pids))] == ["kill ESRCH"] * len(set(pids))
     rest = lines[1 + len(set(pids)):]
-    assert rest[:4] == ["ptrace -1 EPERM", "mem EACCES", "kill init EPERM", "init alive True"]
+    if not zygote_box.as_root:                               # init has the job's uid: the kernel drops the signals
+        rest[2:2] = ["kill init EPERM"] * 2
+    assert rest[:5] == ["ptrace -1 EPERM", "mem EACCES", "kill init EPERM", "kill init EPERM", "init alive True"]
+    rest = rest[1:]
     assert rest[4] == "fds [0, 1, 2, 3, 4]"                  # stdin, stdout, stderr, the channel, and listdir's own
-    uid = zygote_box.limits.uid
+    uid = zygote_box.job_uid(zygote_box.limits)
     assert rest[5] == ("CapInh=0000000000000000 CapPrm=0000000000000000 CapEff=0000000000000000 "
                        "CapBnd=0000000000000000 CapAmb=0000000000000000 NoNewPrivs=1 Seccomp=2")
-    assert rest[6] == f"ids {(uid, uid, uid)} {(uid, uid, uid)} []"
+    assert rest[6].startswith(f"ids {(uid, uid, uid)} {(uid, uid, uid)} ")
+    if zygote_box.as_root or not os.getgroups():             # a user namespace keeps the grader's groups
+        assert rest[6].endswith(" []")
     assert zygote_pid(zygote_box) == zygote and sorted(os.listdir(f"/proc/{zygote}/fd")) == before
     again, _ = run(zygote_box, tmp_path, "print('next')", name="next")
     assert again[1] == "next\n"
@@ -245,6 +327,124 @@ def test_the_zygote_imported_everything_on_one_thread(zygote_box, tmp_path):
     loaded = [line for line in Path(f"/proc/{zygote_pid(zygote_box)}/maps").read_text().splitlines()
               if "libtorch" in line]
     assert loaded, "torch is imported before any job"
+
+
+# --- without cgroups: the limits alone -------------------------------------------------------------------------
+
+def test_the_user_namespace_arguments_name_a_bad_uid_and_make_dev_without_devpts():
+    for bad in (0, -1, "1000", True):
+        with pytest.raises(ValueError, match="uid: expected the unprivileged uid of the grading process"):
+            userns.namespace_args(bad)
+    args = userns.namespace_args(1000)
+    assert args[args.index("--uid") + 1] == args[args.index("--gid") + 1] == "1000"
+    assert "--disable-userns" not in args and args.count("--cap-add") == len(userns.CAPABILITIES)
+    made = userns.without_devpts(["--ro-bind", "/usr", "/j/usr", "--dev", "/j/dev", "--proc", "/j/proc"])
+    assert "--dev" not in made and made[:3] == ["--ro-bind", "/usr", "/j/usr"] and made[-2:] == ["--proc", "/j/proc"]
+    binds = [made[i + 1:i + 3] for i, arg in enumerate(made) if arg == "--dev-bind"]
+    assert binds == [[f"/dev/{name}", f"/j/dev/{name}"] for name in userns.DEVICES]
+    assert "/dev/pts" not in " ".join(made)
+
+
+def test_a_fork_bomb_stops_at_the_process_limit_and_the_next_job_runs(zygote_box, tmp_path):
+    """RLIMIT_NPROC stops the bomb (in a user namespace it counts the zygote's namespace: the zygote, the job's
+    setup processes and the job's own); the job's end kills what it forked, and the zygote serves the next."""
+    cells, done = run(zygote_box, tmp_path, "import os\nwhile True:\n    os.fork()", "print('after')", name="bomb")
+    assert cells[1].startswith("BlockingIOError") and cells[2] == "after\n"
+    assert str(done.reason).startswith(f"cell 1 hit the limit of {zygote_box.limits.processes} processes")
+    assert leftovers(zygote_box) == []
+    again, _ = run(zygote_box, tmp_path, "import os\nprint(os.fork() and 'forked')", name="next")
+    assert again[1] == "forked\n"
+
+
+def test_a_memory_hog_ends_as_the_memory_limit(zygote_box, tmp_path):
+    """RLIMIT_AS refuses the allocation (per process: no cgroup adds them up in a user namespace)."""
+    cells, done = run(zygote_box, tmp_path, "block = bytearray(4 * 2**30)", "print('after')", name="hog")
+    cell = done.report["cells"][0]
+    assert cell["memory"] and cell["error"] == "MemoryError" and cells[2] == "after\n"
+    assert str(done.reason).startswith("cell 1 ran out of memory (limit 3 GiB): MemoryError")
+
+
+def test_a_spinning_job_is_stopped_at_its_cpu_limit(request, privilege, tmp_path):
+    """RLIMIT_CPU stops a job that spins past its CPU seconds (the cell's own timeout is far off)."""
+    box = warm.WarmSandbox(request.getfixturevalue("public_dir"), Limits(wall_seconds=120, cpu_seconds=2,
+                                                                         uid=uid_for(3)))
+    try:
+        path = tmp_path / "spin.ipynb"
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("while True:\n    pass")]), path)
+        done = notebook_run.run_notebook(box, path, tmp_path / "scratch-spin", cell_timeout=100)
+        assert done.result.warm and not done.result.timed_out
+        assert done.result.signal in (signal.SIGXCPU, signal.SIGKILL), done.result
+        assert str(done.reason).startswith(("stopped at the CPU-time limit of 2 s", "killed (SIGKILL): the CPU"))
+        assert leftovers(box) == []
+    finally:
+        box.close()
+
+
+NEW_USER = r'''
+import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWUSER, SIGCHLD = 0x10000000, 17
+print('unshare', libc.unshare(CLONE_NEWUSER), errno.errorcode.get(ctypes.get_errno()))
+pid = libc.syscall({clone}, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0)
+if pid == 0:
+    libc._exit(0)
+print('clone', pid, errno.errorcode.get(ctypes.get_errno()))
+for name, call in (('setuid', lambda: os.setuid(0)), ('setgid', lambda: os.setgid(0))):
+    try:
+        call()
+        print(name, 'done')
+    except OSError as error:
+        print(name, errno.errorcode[error.errno])
+status = dict(line.split(':', 1) for line in open('/proc/self/status').read().splitlines())
+print(status['CapEff'].strip(), status['CapBnd'].strip(), status['NoNewPrivs'].strip())
+'''
+CLONE_NUMBERS = {"x86_64": 56, "aarch64": 220}
+
+
+@pytest.mark.parametrize("with_filter", [True, False], ids=["filter", "no-filter"])
+def test_a_job_can_make_no_user_namespace_nor_regain_a_capability(zygote_box, tmp_path, monkeypatch, with_filter):
+    """The filter refuses unshare and clone with CLONE_NEWUSER; without it the chroot still does (the kernel); a
+    job cannot become root, nor hold a capability, as root or in the grader's user namespace."""
+    if os.uname().machine not in CLONE_NUMBERS:
+        pytest.skip(f"no clone number known on {os.uname().machine}")
+    if not with_filter:
+        monkeypatch.setattr(seccomp, "program", lambda: None)
+    found, done = run(zygote_box, tmp_path, NEW_USER.format(clone=CLONE_NUMBERS[os.uname().machine]))
+    assert done.result.seccomp == with_filter
+    lines = found[1].splitlines()
+    # unshare(CLONE_NEWUSER) is EINVAL in a process of several threads (the runner's watchdog) before any other
+    # check: the chroot's refusal shows in clone, which has no such rule
+    assert lines[0] == "unshare -1 EPERM" if with_filter else lines[0] in ("unshare -1 EPERM", "unshare -1 EINVAL")
+    refused = "EPERM" if zygote_box.as_root else "EINVAL"          # in a user namespace uid 0 is not even mapped
+    assert lines[1:] == ["clone -1 EPERM", f"setuid {refused}", f"setgid {refused}",
+                         "0000000000000000 0000000000000000 1"]
+
+
+def test_a_refused_user_namespace_falls_back_to_cold_runs_with_the_same_grades(privilege, tmp_path, monkeypatch,
+                                                                              capsys):
+    """Where the system refuses the zygote's user namespace (simulated: the probe refuses), an unprivileged grader
+    says so once on stderr and grades cold, with the points warm batches give PS1's controls (the warm and cold
+    grades test below, tests/test_cluster.py's warm workers); root never needs one."""
+    refusal = "setting up uid map: Permission denied (simulated)"
+    monkeypatch.setattr(userns, "refusal", lambda bwrap="bwrap": refusal)
+    userns.tell_cold.cache_clear()
+    try:
+        if privilege.name == "root":
+            assert warm.available() and capsys.readouterr().err == ""
+            return
+        assert not warm.available() and not warm.available()
+        assert capsys.readouterr().err.count(refusal) == 1
+        with pytest.raises(bwrap.SandboxUnavailable, match="Permission denied"):
+            warm.WarmSandbox(staging.stage_packages(tmp_path / "public"))
+        root = copy_course(tmp_path / "course")
+        cold = grade(root, [PS1], ROOT / "tests" / "fixtures" / "hostile_class" / "controls",
+                     reports_dir=root / "grades", workers=2)
+    finally:
+        userns.tell_cold.cache_clear()
+    assert {record.run.get("warm") for record in cold.submissions.values() if record.run} == {False}
+    got = {student: sum(p for p in cold.table.points[student, PS1].values() if p is not None)
+           for student in CONTROL_POINTS}
+    assert got == CONTROL_POINTS                     # what warm runs give them, as root and unprivileged
 
 
 # --- the CPU share -------------------------------------------------------------------------------------------

@@ -3,12 +3,12 @@ child per submission.
 
     python -m attnkit_sandbox.zygote --control FD --seccomp FD [--cgroups FD,FD,...]
 
-Started by the grader (:mod:`attnkit_grader.isolation.warm`) inside a bubblewrap sandbox of its own, as
-root in that sandbox's namespaces (PID, network, IPC, UTS, mount), chrooted into the jail (the file tree every
-run sees: read-only system, interpreter and staged packages), with the few capabilities the per-job steps
-below need and no system-call filter of its own. It imports torch, numpy, matplotlib, the student package,
-the runner and every staged assignment's probes, and computes nothing: a fork after torch's OpenMP threads
-start deadlocks. It never runs student code and never reads what a job produced.
+Started by the grader (:mod:`attnkit_grader.isolation.warm`) in a bubblewrap sandbox of its own, as root in its
+namespaces (PID, network, IPC, UTS, mount; a grader that is not root: as its uid in a user namespace, which the
+jobs keep, :mod:`attnkit_grader.isolation.userns`), chrooted into the jail (the tree every run sees: read-only
+system, interpreter and staged packages), with the capabilities the per-job steps below need and no filter. It
+imports torch, numpy, matplotlib, the student package, the runner and every staged assignment's probes, and
+computes nothing (a fork after torch's threads start deadlocks), never runs student code nor reads a job's output.
 
 For each job (a message on the control socket: the runner's arguments, a uid, the limits, the job's cgroups,
 the scratch files as bytes, and the job's stdout, stderr and channel pipes as file descriptors) it forks:
@@ -61,12 +61,11 @@ import threading
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = (0x00020000, 0x04000000, 0x08000000,
                                                                       0x20000000, 0x40000000)
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = (
-    1, 2, 4, 8, 32, 4096, 16384, 1 << 18)
-MNT_DETACH = 2
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = (
+    1, 2, 4, 8, 32, 4096, 8192, 16384, 1 << 18)
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_SECCOMP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 22, 38
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
-SECCOMP_MODE_FILTER = 2
+SECCOMP_MODE_FILTER, MNT_DETACH = 2, 2
 SIOCSIFFLAGS, IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x8914, 0x1, 0x8, 0x40
 CAPABILITY_VERSION_3 = 0x20080522
 SYS_CAPSET = {"x86_64": 126, "aarch64": 91}
@@ -305,8 +304,11 @@ def init_process(job, job_fds, program):
     code = SETUP_FAILED
     try:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL, "die with C")
-        unmount(PROC)
-        mount("proc", PROC, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        prctl(PR_SET_DUMPABLE, 0, "undumpable")      # in a user namespace R has G's uid: no /proc/1/mem for it,
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # and no KeyboardInterrupt (the kernel drops it for a PID 1)
+        mount("proc", TMP, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)    # in a user namespace: only while the
+        unmount(PROC)                                # zygote's /proc is visible; then moved over it
+        mount(TMP, PROC, None, MS_MOVE)
         for name in ("sys", "sysrq-trigger", "irq", "bus"):   # read-only, as bubblewrap leaves them
             path = f"{PROC}/{name}"
             if os.path.exists(path):
@@ -347,7 +349,8 @@ def run_runner(job, job_fds, program):
         uid = int(job["uid"])
         if uid <= 0:
             raise ValueError(f"uid: expected an unprivileged uid, got {uid}")
-        os.setgroups([])
+        if job.get("groups", True):                   # refused in a user namespace (see isolation/userns.py)
+            os.setgroups([])
         os.setresgid(uid, uid, uid)
         empty_bounding_set()
         os.setresuid(uid, uid, uid)

@@ -46,13 +46,15 @@ def closed_ancestor(path):
     return None
 
 
-def as_cluster_user(command, uid=CLUSTER_UID):
-    """``command`` run as ``uid`` (see the module's docstring); unchanged when this process is not root."""
+def as_cluster_user(command, uid=CLUSTER_UID, paths=()):
+    """``command`` run as ``uid`` (see the module's docstring), reaching the kit and ``paths`` (folders it must
+    read, e.g. a checkout's tests) even below a closed folder; unchanged when this process is not root."""
     if os.geteuid() != 0:
         return command
     args = [tool_path("bwrap"), "--dev-bind", "/", "/", "--die-with-parent"]
     hidden = {}
-    for path in kit_paths():
+    wanted = sorted({*kit_paths(), *(Path(path).absolute() for path in paths)})
+    for path in [p for p in wanted if not any(q in p.parents for q in wanted)]:
         folder = closed_ancestor(path)
         if folder is not None:
             hidden.setdefault(folder, []).append(path)

@@ -4,9 +4,10 @@
 adds the :class:`SandboxPlugin`, which gets the worker ready before its first task (the sandbox packages
 staged once, and for each thread a sandbox uid slot and a launcher, or a door session) and cleans up when
 it stops. Each thread's launcher is the grader's own (:func:`..isolation.warm.launcher`): a warm zygote
-where this process is root, else a cold sandbox per run. A worker started by ``attnkit cluster worker`` is
-never root, so without a door its runs start cold (in a user namespace); through a door they start warm,
-from the door session's zygote, as the hub's grading does.
+where this process is root or may make a user namespace, else a cold sandbox per run. A worker started by
+``attnkit cluster worker`` is never root, so without a door its zygotes live in user namespaces
+(:mod:`..isolation.userns`), or its runs start cold where the system refuses those; through a door they
+start warm, from the door session's zygote, as the hub's grading does.
 
 The grading process sends :func:`launch` one request: the bytes of a door message
 (:mod:`..isolation.door`: an installed assignment's name, numbers, the restored notebook, the probe inputs,

@@ -16,7 +16,9 @@ step (each one is what the cold :class:`~.bwrap.Sandbox` gives a run, and a test
 - **privileges**: the job's process gets the limits (RLIMIT_AS, CPU, NPROC, FSIZE, NOFILE, no core), its
   cgroups (memory, pids, a CPU share), no supplementary group, the worker's uid and gid, an empty bounding
   set, no capabilities, no_new_privs and the system-call filter, as setpriv and bwrap give a cold run; it stays
-  chrooted (no user namespace can be made);
+  chrooted (no user namespace can be made). For a grader that is not root the zygote lives in a user
+  namespace where the grader's uid is the only one: the job runs as that uid, with no capability, no cgroup
+  and its supplementary groups kept (:mod:`.userns` says what caps it then);
 - **memory and state**: a forked child starts from the zygote's image, which no student code ever touched:
   what one job patches (a module, builtins, the environment, signal handlers, random seeds, copy-on-write
   pages) is its own copy. The zygote refuses to fork while it has more than one thread;
@@ -28,8 +30,9 @@ What a warm run does not get afresh: the zygote's sandbox itself (its jail and n
 worker's runs, all read-only or replaced per job as above), and Python's start-up (the child does not run
 ``site`` again; the environment and sys.path are the ones a cold run would have).
 
-Warm starts need root, as the cold sandbox's uid drop does: the grading process as root, or the hub's door
-(:mod:`.door`), which is root. Elsewhere (a user namespace) runs start cold, as before.
+Warm starts need root (the grading process as root, or the hub's door, :mod:`.door`), or a user namespace
+that bubblewrap may make for a grader that is not root (:mod:`.userns`); where the system refuses one, runs
+start cold, as before.
 """
 
 import collections
@@ -49,6 +52,7 @@ from .bwrap import (CHANNEL, JAIL, SCRATCH, Sandbox, SandboxResult, SandboxUnava
                     namespace_args, record_exit, tool_path)
 from .cgroups import Cgroup
 from .reaping import reap
+from . import userns
 from ..results import Message
 
 # besides the cold sandbox's: the jobs' namespaces and mounts, and their loopback's flags
@@ -61,8 +65,14 @@ class ZygoteError(RuntimeError):
 
 
 def available():
-    """True when runs can start warm here (root: the uid drop and namespaces need it)."""
-    return os.geteuid() == 0
+    """True when runs can start warm here: as root, or where bubblewrap may make the zygote's user namespace
+    (probed once; where it may not, the grader says so once on stderr and runs start cold)."""
+    if os.geteuid() == 0:
+        return True
+    reason = userns.refusal()
+    if reason:
+        userns.tell_cold(reason)
+    return reason is None
 
 
 def launcher(public_dir, limits=None, warm=None):
@@ -76,11 +86,10 @@ def launcher(public_dir, limits=None, warm=None):
 class WarmSandbox:
     """One worker's runs, forked from its zygote; ``launch`` is :meth:`.bwrap.Sandbox.launch`'s."""
 
-    as_root = True
-
     def __init__(self, public_dir, limits=None, python=None, cgroups=None):
         if not available():
-            raise SandboxUnavailable("warm starts need root (the grading process as root, or the course's door)")
+            raise SandboxUnavailable(f"warm starts need root or a user namespace, which this system refuses "
+                                     f"({userns.refusal()})")
         self.cold = Sandbox(public_dir, limits, python, cgroups)     # its checks, file tree and environment
         self.limits = self.cold.limits
         self.process = None
@@ -95,15 +104,26 @@ class WarmSandbox:
     def use_cgroups(self):
         return self.cold.use_cgroups
 
+    @property
+    def as_root(self):
+        return self.cold.as_root
+
+    def job_uid(self, limits):
+        """The uid a job runs as: the uid ``limits`` names as root, else the only uid of the zygote's user namespace."""
+        return limits.uid if self.as_root else os.getuid()
+
     # --- the zygote ---------------------------------------------------------------------------------------
     def command(self, control_fd, seccomp_fd, cgroup_fds):
         """bwrap's command line for the zygote: the cold sandbox's tree (jail on a tmpfs of its own) and
         namespaces, with CAP_SYS_ADMIN kept for the jobs' isolation, no filter, and no uid drop."""
         limits = self.limits
-        args = [self.cold.bwrap, *self.cold.tree(limits, JAIL, own_mount=True),
-                *namespace_args(True)]
-        for capability in ZYGOTE_CAPABILITIES:
-            args += ["--cap-add", capability]
+        args = [self.cold.bwrap, *self.cold.tree(limits, JAIL, own_mount=True)]
+        if self.as_root:
+            args += namespace_args(True)
+            for capability in ZYGOTE_CAPABILITIES:
+                args += ["--cap-add", capability]
+        else:
+            args = [*userns.without_devpts(args), *userns.namespace_args()]
         args += ["--chdir", f"{JAIL}{SCRATCH}", "--clearenv"]
         for name, value in self.cold.environment(limits, zygote.CHANNEL_FD).items():
             args += ["--setenv", name, value]
@@ -183,7 +203,7 @@ class WarmSandbox:
                 return SandboxResult(False, reason=Message.text(str(error)))     # the grader's own failure, as it is
         group = Cgroup.create(limits) if self.parents else None
         header = {"argv": [a.replace(CHANNEL, str(zygote.CHANNEL_FD)) for a in job.argv()[3:]],
-                  "uid": limits.uid, "limits": dataclasses.asdict(limits),
+                  "uid": self.job_uid(limits), "groups": self.as_root, "limits": dataclasses.asdict(limits),
                   "cgroups": [[self.parents.index(folder.parent), folder.name] for folder in group.folders]
                   if group else [],
                   "environment": self.cold.environment(limits, zygote.CHANNEL_FD),
