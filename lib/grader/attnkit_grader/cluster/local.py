@@ -46,6 +46,14 @@ def closed_ancestor(path):
     return None
 
 
+def reachable(path):
+    """What to bind for ``path`` to be read: itself, or, where it is a folder others may not enter (a checkout
+    made with umask 027), each thing it holds, under a folder that they may."""
+    if path.is_dir() and not os.stat(path).st_mode & 0o001:
+        return sorted(path.iterdir())
+    return [path]
+
+
 def as_cluster_user(command, uid=CLUSTER_UID, paths=()):
     """``command`` run as ``uid`` (see the module's docstring), reaching the kit and ``paths`` (folders it must
     read, e.g. a checkout's tests) even below a closed folder; unchanged when this process is not root."""
@@ -53,7 +61,7 @@ def as_cluster_user(command, uid=CLUSTER_UID, paths=()):
         return command
     args = [tool_path("bwrap"), "--dev-bind", "/", "/", "--die-with-parent"]
     hidden = {}
-    wanted = sorted({*kit_paths(), *(Path(path).absolute() for path in paths)})
+    wanted = sorted({*kit_paths(), *(entry for path in paths for entry in reachable(Path(path).absolute()))})
     for path in [p for p in wanted if not any(q in p.parents for q in wanted)]:
         folder = closed_ancestor(path)
         if folder is not None:
