@@ -122,3 +122,29 @@ def test_a_copy_of_the_instructors_solution_is_flagged_for_review_never_an_indep
     nbformat.write(own, tmp_path / "own" / f"{PS1}.ipynb")
     assert not [i for i in check_submission(tmp_path / "own", release, source) if "alike" in i.reason]
     assert not [i for i in check_submission(copy.parent, release) if "alike" in i.reason]   # no source: no claim
+
+
+def test_the_pairs_worked_out_ahead_make_the_same_page_as_pairs_worked_out_at_the_end(tmp_path):
+    """The grading run works the pairs out on a thread while the sandboxes run (similarity.Ahead), among every
+    submission it grades; the report shows those graded in the end. Its page is the one write_report makes from
+    the graded ones alone, and a folder it did not work out (another hand-in) is worked out again."""
+    from attnkit_grader.similarity import Ahead
+
+    course = Course(ROOT)
+    students = ("ref_solution", "bug_no_clip", "blank", "partial", "bug_frozen_table")
+    folders = {(student, PS1): CLASS / student / PS1 for student in students if (CLASS / student / PS1).is_dir()}
+    folders[("copycat", PS1)] = disguised(CLASS / "ref_solution" / PS1 / f"{PS1}.ipynb",
+                                          tmp_path / "copycat" / f"{PS1}.ipynb").parent
+    ahead = Ahead(course, [PS1], folders)
+    for shown in (folders, {key: folder for key, folder in folders.items() if key[0] != "bug_no_clip"}):
+        expected = write_report(course, [PS1], shown, tmp_path / "expected.html")
+        found = ahead.write_report(course, [PS1], shown, tmp_path / "found.html")
+        assert [(p.first, p.second) for p in found[PS1]] == [(p.first, p.second) for p in expected[PS1]]
+        assert (tmp_path / "found.html").read_text() == (tmp_path / "expected.html").read_text()
+    assert found[PS1], "the example class's copies of the reference make pairs"
+    other = {**folders, ("copycat", PS1): tmp_path / "elsewhere"}
+    shutil.copytree(CLASS / "blank" / PS1, other[("copycat", PS1)])
+    expected = write_report(course, [PS1], other, tmp_path / "expected.html")
+    found = ahead.write_report(course, [PS1], other, tmp_path / "found.html")
+    assert found == expected and ("blank", "copycat") in [(p.first, p.second) for p in found[PS1]]
+    assert (tmp_path / "found.html").read_text() == (tmp_path / "expected.html").read_text()

@@ -14,7 +14,8 @@
    ``grader="nbgrader"`` for plain ``nbgrader autograde``. A progress bar with an ETA goes to stderr.
    Each submission's outcome is one :class:`~attnkit_grader.results.SubmissionResult`, from the pre-check
    to the reports; the autograder writes its feedback page.
-5. The reports registered in :data:`REPORTS`, each a function of the graded run: grades.csv (nbgrader's
+5. The reports registered in :data:`REPORTS`, each a function of the graded run (the similarity report's pairs
+   worked out on a thread while the sandboxes run): grades.csv (nbgrader's
    export), cells.csv and checks.csv, the per-cell table with the reason for every lost point, a score
    histogram, a per-exercise success-rate plot, a JSON report, the similarity report and the insight
    report (what the class got wrong, by check and catalogued mistake: :mod:`.insight`). They cover the whole
@@ -74,6 +75,7 @@ class GradingRun:
     warnings: list = field(default_factory=list)
     canary: str = None         # the canary's line (what it scored, its cost), where one was sung
     course: list = None        # every assignment the reports hold: these and the others as last graded (.coursewide)
+    alike: object = None       # similarity.Ahead: the similarity report's pairs, worked out while the sandboxes ran
 
     def bad(self):
         return [s for _, s in sorted(self.submissions.items()) if s.bad]
@@ -151,6 +153,7 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
                     tuple(r.issues))
                 for r in records.values() if r.status == "pending"]
         reset_automatic_scores(course, jobs)
+        alike = similarity.Ahead(course, assignments, {(job.student, job.assignment): job.folder for job in jobs})
         bar = Progress(len(jobs)) if progress and jobs else None
         for result, text in autograder.run(jobs):
             key = result.student, result.assignment
@@ -167,6 +170,7 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
     whole = coursewide.widen(course, run, reports_dir)
     coursewide.save(reports_dir, coursewide.narrow(whole, assignments))
     run = coursewide.narrow(whole, assignments, only)   # what was graded now (every student, or ``only``)
+    whole.alike = alike
     run.reports = write_reports(course, whole, reports_dir)
     return run
 
@@ -472,7 +476,7 @@ def write_json(course, run, path):
 def write_similarity(course, run, path):
     graded = {(student, assignment): course.assignment_dir("submitted", assignment, student)
               for (student, assignment), record in run.submissions.items() if record.status == "graded"}
-    similarity.write_report(course, run.assignments, graded, path)
+    (run.alike or similarity).write_report(course, run.assignments, graded, path)
 
 
 # Every report a grading run writes, in the order the CLI lists them: add one here, nowhere else.

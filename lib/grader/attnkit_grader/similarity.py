@@ -10,6 +10,10 @@ threshold are listed in ``similarity.html``, the two answers side by side, the l
 The same measure against every solution the course holds (:func:`resemblance`, :mod:`.copies`) flags pasted
 or lightly edited copies of them in the reports and on the student's feedback page (``precheck``).
 
+The grading run works the pairs out on a thread while the sandboxes run (:class:`Ahead`): they depend on the
+submitted files only, and cost seconds at a hundred hand-ins, which the grading process would otherwise spend alone
+after the last sandbox.
+
 This flags; it never changes a score. Resemblance has innocent causes (a short exercise has few good
 answers, students who worked from the same lecture) and the kit's own example class is built from one
 reference on purpose, so a person reads the pairs and decides.
@@ -20,6 +24,7 @@ import io
 import json
 import keyword
 import tokenize
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +47,11 @@ class Pair:
     second: str
     similarity: float
     code: tuple               # (first's answer code, second's)
+
+    @functools.cached_property
+    def sides(self):
+        """Each answer's [(line, shared with the other)], as the page shows them."""
+        return [shared_lines(self.code[0], self.code[1]), shared_lines(self.code[1], self.code[0])]
 
 
 def tokens(code):
@@ -167,8 +177,7 @@ short exercises have few good answers, and students may have worked from the sam
 
 def page(by_assignment, threshold=THRESHOLD):
     """The HTML text of the report: {assignment: [Pair]}."""
-    shown = {assignment: [{"first": p.first, "second": p.second, "similarity": p.similarity,
-                           "sides": [shared_lines(p.code[0], p.code[1]), shared_lines(p.code[1], p.code[0])]}
+    shown = {assignment: [{"first": p.first, "second": p.second, "similarity": p.similarity, "sides": p.sides}
                           for p in pairs] for assignment, pairs in by_assignment.items()}
     return PAGE.render(by_assignment=shown, threshold_percent=round(100 * threshold))
 
@@ -177,15 +186,56 @@ def write_report(course, assignments, folders, path, threshold=THRESHOLD):
     """Write the report for the submissions in ``folders`` ({(student, assignment): folder holding the
     notebook}); return {assignment: [Pair]}. An assignment whose release cannot be read (several notebooks,
     none) is listed without pairs."""
-    by_assignment = {}
-    for assignment in assignments:
-        try:
-            release = Release.read(course, assignment)
-        except (OSError, ValueError):
-            by_assignment[assignment] = []
-            continue
-        notebooks = {student: Path(folder) / f"{release.name}.ipynb"
-                     for (student, a), folder in folders.items() if a == assignment}
-        by_assignment[assignment] = similar_pairs(release, notebooks, threshold)
+    by_assignment = {assignment: pairs_of(course, assignment, folders, threshold) for assignment in assignments}
     Path(path).write_text(page(by_assignment, threshold), encoding="utf-8")
     return by_assignment
+
+
+def pairs_of(course, assignment, folders, threshold=THRESHOLD):
+    """[Pair] of ``assignment`` among the submissions in ``folders`` ({(student, assignment): folder}); none when
+    its release cannot be read."""
+    try:
+        release = Release.read(course, assignment)
+    except (OSError, ValueError):
+        return []
+    notebooks = {student: Path(folder) / f"{release.name}.ipynb"
+                 for (student, a), folder in folders.items() if a == assignment}
+    return similar_pairs(release, notebooks, threshold)
+
+
+class Ahead:
+    """The pairs of ``assignments`` among ``folders`` ({(student, assignment): folder}), worked out on a thread
+    from now on, shown lines included; :meth:`write_report` then writes the report as :func:`write_report` would.
+
+    A pair depends on its two submissions only, so the pairs among the submissions a report shows (those graded,
+    found when the run ends) are the pairs worked out here between those submissions. A report that shows a
+    submission not worked out here (another folder, another threshold) is worked out again, whole."""
+
+    def __init__(self, course, assignments, folders, threshold=THRESHOLD):
+        self.folders = dict(folders)
+        self.threshold = threshold
+        self.executor = ThreadPoolExecutor(1, thread_name_prefix="similarity")
+        self.pairs = {a: self.executor.submit(self.work_out, course, a) for a in assignments}
+        self.executor.shutdown(wait=False)
+
+    def work_out(self, course, assignment):
+        pairs = pairs_of(course, assignment, self.folders, self.threshold)
+        for pair in pairs:
+            pair.sides                                   # noqa: B018 - the page's costly part, done here too
+        return pairs
+
+    def write_report(self, course, assignments, folders, path, threshold=THRESHOLD):
+        """:func:`write_report`, from the pairs worked out ahead where they cover ``folders``."""
+        by_assignment = {}
+        for assignment in assignments:
+            mine = {key: folder for key, folder in folders.items() if key[1] == assignment}
+            ahead = self.pairs.get(assignment)
+            if ahead is None or threshold != self.threshold or any(
+                    self.folders.get(key) != folder for key, folder in mine.items()):
+                by_assignment[assignment] = pairs_of(course, assignment, mine, threshold)
+                continue
+            shown = {student for student, _ in mine}
+            by_assignment[assignment] = [pair for pair in ahead.result()
+                                         if pair.first in shown and pair.second in shown]
+        Path(path).write_text(page(by_assignment, threshold), encoding="utf-8")
+        return by_assignment

@@ -207,8 +207,22 @@ def distribution_figure(part, languages, gettext=_):
         labelled[0].legend(fontsize=7)
     for ax in axes[len(panels):]:
         ax.set_visible(False)
-    figure.tight_layout()
+    fixed_margins(figure, rows, columns)
     return png(figure)
+
+
+# Margins in inches, the same for every figure: each panel's title above it, its tick labels and axis label below
+# and to its left. tight_layout measured every text to find them, half the figure's cost (1 s at a hundred hand-ins).
+LEFT, RIGHT, TOP, BOTTOM, ACROSS, DOWN = 0.55, 0.15, 0.3, 0.45, 0.45, 0.75
+
+
+def fixed_margins(figure, rows, columns):
+    """Place the ``rows`` x ``columns`` panels of ``figure`` with :data:`LEFT`... (inches) around and between them."""
+    width, height = figure.get_size_inches()
+    panel_width = (width - LEFT - RIGHT - ACROSS * (columns - 1)) / columns
+    panel_height = (height - TOP - BOTTOM - DOWN * (rows - 1)) / rows
+    figure.subplots_adjust(left=LEFT / width, right=1 - RIGHT / width, bottom=BOTTOM / height, top=1 - TOP / height,
+                           wspace=ACROSS / panel_width, hspace=DOWN / panel_height)
 
 
 def view(summary, language=ENGLISH):
