@@ -153,9 +153,11 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
                     tuple(r.issues))
                 for r in records.values() if r.status == "pending"]
         reset_automatic_scores(course, jobs)
-        alike = similarity.Ahead(course, assignments, {(job.student, job.assignment): job.folder for job in jobs})
+        alike = None                   # started with the first result: not beside the sandboxes' start
         bar = Progress(len(jobs)) if progress and jobs else None
         for result, text in autograder.run(jobs):
+            if alike is None:
+                alike = similarity.Ahead(course, assignments, {(j.student, j.assignment): j.folder for j in jobs})
             key = result.student, result.assignment
             records[key] = record = record_result(course, records[key], result, text, reports_dir / "logs",
                                                   autograder, quiet=bar is not None)
@@ -223,11 +225,11 @@ def prepare(course, assignments, submissions, roster, students, autograder=None)
         known = {a: (copies.known(course, a), copies.thresholds(a)) for a in assignments}   # read once a batch
         records = {(s, a): place(course, submissions, s, a, Path(scratch) / a, autograder=autograder, known=known[a])
                    for a in assignments for s in students}
-    for record in records.values():
-        if record.status != "pending":
-            forget(course, record.assignment, record.student)
-            if autograder is not None:
-                autograder.forget(record.assignment, record.student)
+    dropped = [(record.assignment, record.student) for record in records.values() if record.status != "pending"]
+    forget(course, dropped)
+    if autograder is not None:
+        for assignment, student in dropped:
+            autograder.forget(assignment, student)
     return records, warnings
 
 
@@ -410,7 +412,7 @@ def record_result(course, record, result, text, logs_dir, autograder=None, quiet
     merged = result.evolve(issues=list(record.issues))
     merged.add_issues(result.issues)
     if merged.status != "graded":
-        forget(course, merged.assignment, merged.student)
+        forget(course, [(merged.assignment, merged.student)])
         if autograder is not None:
             autograder.forget(merged.assignment, merged.student)
     logs_dir.mkdir(parents=True, exist_ok=True)
@@ -419,15 +421,22 @@ def record_result(course, record, result, text, logs_dir, autograder=None, quiet
         "%s / %s %s in %.1f s%s", merged.student, merged.assignment, merged.status, merged.seconds or 0.0,
         (": " + "; ".join(merged.issue_texts())) if merged.issues else "")
     return merged
-def forget(course, assignment, student):
-    """Drop a submission's scores, autograded copy and nbgrader feedback, so nothing stale survives."""
-    for step in ("autograded", "feedback"):
-        remove(course.assignment_dir(step, assignment, student))
+
+
+def forget(course, submissions):
+    """Drop the scores, autograded copies and nbgrader feedback of ``submissions`` [(assignment, student)], so
+    nothing stale survives (one gradebook session for all: a batch may hold many a submission not handed in)."""
+    for assignment, student in submissions:
+        for step in ("autograded", "feedback"):
+            remove(course.assignment_dir(step, assignment, student))
+    if not submissions:
+        return
     with course.gradebook() as gradebook:
-        try:
-            gradebook.remove_submission(assignment, student)
-        except MissingEntry:
-            pass
+        for assignment, student in submissions:
+            try:
+                gradebook.remove_submission(assignment, student)
+            except MissingEntry:
+                pass
 
 
 @dataclass(frozen=True)

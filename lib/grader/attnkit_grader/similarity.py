@@ -216,7 +216,11 @@ class Ahead:
         self.threshold = threshold
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="similarity")
         self.pairs = {a: self.executor.submit(self.work_out, course, a) for a in assignments}
+        self.page = self.executor.submit(self.whole_page)         # the page when every one of them is graded
         self.executor.shutdown(wait=False)
+
+    def whole_page(self):
+        return page({assignment: pairs.result() for assignment, pairs in self.pairs.items()}, self.threshold)
 
     def work_out(self, course, assignment):
         pairs = pairs_of(course, assignment, self.folders, self.threshold)
@@ -227,15 +231,19 @@ class Ahead:
     def write_report(self, course, assignments, folders, path, threshold=THRESHOLD):
         """:func:`write_report`, from the pairs worked out ahead where they cover ``folders``."""
         by_assignment = {}
+        whole = list(assignments) == list(self.pairs)
         for assignment in assignments:
             mine = {key: folder for key, folder in folders.items() if key[1] == assignment}
             ahead = self.pairs.get(assignment)
             if ahead is None or threshold != self.threshold or any(
                     self.folders.get(key) != folder for key, folder in mine.items()):
                 by_assignment[assignment] = pairs_of(course, assignment, mine, threshold)
+                whole = False
                 continue
             shown = {student for student, _ in mine}
             by_assignment[assignment] = [pair for pair in ahead.result()
                                          if pair.first in shown and pair.second in shown]
-        Path(path).write_text(page(by_assignment, threshold), encoding="utf-8")
+            whole = whole and by_assignment[assignment] == ahead.result()
+        text = self.page.result() if whole else page(by_assignment, threshold)
+        Path(path).write_text(text, encoding="utf-8")
         return by_assignment
