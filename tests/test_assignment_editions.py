@@ -36,6 +36,9 @@ from test_translations import drift
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENTS = registry.assignments()
+# Left out of the editions' classes: its cell loops until the 30 s timeout, whatever the language (test_grading
+# grades it; its message, like every other, is translated in the catalogs that test_catalogs checks).
+SLOW = {"infinite_loop"}
 EDITIONS = [(a, language) for a in ASSIGNMENTS for language in LANGUAGES]
 ENGLISH_STUBS = ("YOUR CODE HERE", "YOUR ANSWER HERE")
 
@@ -184,10 +187,10 @@ def editions_graded(tmp_path_factory, sandboxes):
     for language in LANGUAGES:
         built = root / f"class_{language}"
         generator.write_class(built, language=language)
-        for student in (p for p in built.iterdir() if p.is_dir()):
+        for student in (p for p in built.iterdir() if p.is_dir() and p.name not in SLOW):
             shutil.copytree(student, submissions / f"{student.name}_{language}")
     expected = json.loads((ROOT / "examples" / "example_class" / "expected_scores.json").read_text())
-    run = grade(Course(root), ASSIGNMENTS, submissions, progress=False)
+    run = grade(Course(root), ASSIGNMENTS, submissions, progress=False, canary=False)   # its tests: test_canary.py
     return run, expected
 
 
@@ -198,6 +201,8 @@ def test_every_editions_class_gets_the_english_classs_scores(editions_graded):
     for language in LANGUAGES:
         for student, assignments in expected.items():
             for assignment, cells in assignments.items():
+                if student in SLOW:
+                    continue
                 scored = run.table.points[f"{student}_{language}", assignment]
                 for grade_id, points in cells.items():
                     if grade_id != "reason" and scored.get(grade_id) != points:

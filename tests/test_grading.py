@@ -549,10 +549,20 @@ def graded(example_course, expected, sandboxes):
     return run, before, file_hashes(submissions)
 
 
+# Left out of the one-worker run: its cell loops until the 30 s timeout, the same with one worker or two (a run's
+# limits are its own), and one worker would wait for it alone.
+SEQUENTIAL_SKIPS = {"infinite_loop"}
+
+
 @pytest.fixture(scope="module")
-def graded_sequentially(graded, example_course):
-    """The same class graded again with one worker, into a reports folder of its own (no journal)."""
-    return demo(example_course, example_course / "grades_one_worker", workers=1)
+def graded_sequentially(tmp_path_factory):
+    """The same class but :data:`SEQUENTIAL_SKIPS` graded again with one worker, in a course of its own (the pool's
+    keeps its gradebook for the tests below), without the canary (the pool's batch sang it)."""
+    root = copy_course(tmp_path_factory.mktemp("one_worker"))
+    for student in EXAMPLE.iterdir():
+        if student.is_dir() and student.name not in SEQUENTIAL_SKIPS:
+            shutil.copytree(student, root / "handed_in" / student.name)
+    return grade(root, [], root / "handed_in", EXAMPLE / "students.csv", workers=1, canary=False)
 
 
 @pytest.mark.slow
@@ -614,9 +624,15 @@ def test_the_batch_completes_despite_bad_submissions(graded, expected):
 @pytest.mark.slow
 def test_one_worker_and_the_pool_give_the_same_grades(graded, graded_sequentially):
     pool, _, _ = graded
-    assert graded_sequentially.table.as_dict() == pool.table.as_dict()
-    assert graded_sequentially.table.review == pool.table.review
+    one = graded_sequentially
+    kept = {student: assignments for student, assignments in pool.table.as_dict().items()
+            if student not in SEQUENTIAL_SKIPS}
+    assert {s: a for s, a in one.table.as_dict().items() if s not in SEQUENTIAL_SKIPS} == kept
+    assert one.table.review == pool.table.review
+    assert {s for (s, _), record in one.submissions.items() if record.status == "missing"} >= SEQUENTIAL_SKIPS
     for key, record in pool.submissions.items():
+        if key[0] in SEQUENTIAL_SKIPS:
+            continue
         other = graded_sequentially.submissions[key]
         assert (other.status, other.issues, other.checked, other.failures()) == (
             record.status, record.issues, record.checked, record.failures()), key
@@ -801,9 +817,11 @@ def test_grading_again_gives_the_same_table(graded, example_course, tmp_path):
 
 
 # Plain nbgrader on the example class (issue 4's pipeline: submitted/, autograde, nbgrader feedback), on a
-# subset that covers every kind of outcome; the 30 s infinite loop is left to the sandboxed runs above.
+# subset that covers every kind of outcome; the 30 s infinite loop is left to the sandboxed runs above, and
+# problem set 3 (whose experiment trains five models per notebook) to its reference solution.
 NBGRADER_SUBSET = ["ref_solution", "blank", "bug_sign_flip", "bug_frozen_table", "broken_json",
                    "deleted_test_cell", "cheat_import"]
+NBGRADER_PS3 = ["ref_solution"]
 
 
 @pytest.fixture(scope="module")
@@ -811,7 +829,8 @@ def graded_by_nbgrader(tmp_path_factory):
     root = copy_course(tmp_path_factory.mktemp("kit_nbgrader"))
     handed_in = root / "handed_in"
     for student in NBGRADER_SUBSET:
-        shutil.copytree(EXAMPLE / student, handed_in / student)
+        shutil.copytree(EXAMPLE / student, handed_in / student,
+                        ignore=lambda folder, names: [] if student in NBGRADER_PS3 else ["ps3_rope"])
     with open(EXAMPLE / "students.csv", newline="") as source, open(root / "students.csv", "w") as target:
         rows = [row for row in source if row.split(",")[0] in NBGRADER_SUBSET + ["id"]]
         target.writelines(rows)
@@ -825,7 +844,7 @@ def test_plain_nbgrader_gives_the_expected_points_and_files(graded_by_nbgrader, 
     root, run, before, after = graded_by_nbgrader
     wrong = {(student, assignment, grade_id): (run.table.points[student, assignment].get(grade_id), points)
              for student in NBGRADER_SUBSET for assignment, cells in expected[student].items()
-             for grade_id, points in cells.items()
+             if assignment != "ps3_rope" or student in NBGRADER_PS3 for grade_id, points in cells.items()
              if grade_id != "reason" and run.table.points[student, assignment].get(grade_id) != points}
     assert not wrong, f"(student, assignment, cell): (scored, expected): {wrong}"
     assert before == after, "grading must never alter a handed-in file"
