@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import nbgrader
-from nbgrader.api import Base, Gradebook
+from nbgrader.api import Base, Gradebook, MissingEntry
 from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
 from sqlalchemy import create_engine, inspect, text
@@ -21,6 +21,7 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from . import editions as _editions
 from . import offline
+from .files import remove
 
 CONFIG_NAME = "nbgrader_config.py"
 # nbgrader's own log lines go to this logger; it does not propagate, so they only reach the per-job
@@ -62,6 +63,20 @@ class Course:
         (:func:`create_gradebook`)."""
         create_gradebook(self.db_url)
         return Gradebook(self.db_url, self.course_id)
+
+    def forget(self, submissions):
+        """Drop the scores, autograded copies and nbgrader feedback of ``submissions`` [(assignment, student)], so
+        nothing stale survives (one gradebook session for all: a batch may hold many a submission not handed in)."""
+        for assignment, student in submissions:
+            for step in ("autograded", "feedback"):
+                remove(self.assignment_dir(step, assignment, student))
+        if submissions:
+            with self.gradebook() as gradebook:
+                for assignment, student in submissions:
+                    try:
+                        gradebook.remove_submission(assignment, student)
+                    except MissingEntry:
+                        pass
 
     @property
     def timeout(self):

@@ -226,7 +226,7 @@ def prepare(course, assignments, submissions, roster, students, autograder=None)
         records = {(s, a): place(course, submissions, s, a, Path(scratch) / a, autograder=autograder, known=known[a])
                    for a in assignments for s in students}
     dropped = [(record.assignment, record.student) for record in records.values() if record.status != "pending"]
-    forget(course, dropped)
+    course.forget(dropped)
     if autograder is not None:
         for assignment, student in dropped:
             autograder.forget(assignment, student)
@@ -412,7 +412,7 @@ def record_result(course, record, result, text, logs_dir, autograder=None, quiet
     merged = result.evolve(issues=list(record.issues))
     merged.add_issues(result.issues)
     if merged.status != "graded":
-        forget(course, [(merged.assignment, merged.student)])
+        course.forget([(merged.assignment, merged.student)])
         if autograder is not None:
             autograder.forget(merged.assignment, merged.student)
     logs_dir.mkdir(parents=True, exist_ok=True)
@@ -421,22 +421,6 @@ def record_result(course, record, result, text, logs_dir, autograder=None, quiet
         "%s / %s %s in %.1f s%s", merged.student, merged.assignment, merged.status, merged.seconds or 0.0,
         (": " + "; ".join(merged.issue_texts())) if merged.issues else "")
     return merged
-
-
-def forget(course, submissions):
-    """Drop the scores, autograded copies and nbgrader feedback of ``submissions`` [(assignment, student)], so
-    nothing stale survives (one gradebook session for all: a batch may hold many a submission not handed in)."""
-    for assignment, student in submissions:
-        for step in ("autograded", "feedback"):
-            remove(course.assignment_dir(step, assignment, student))
-    if not submissions:
-        return
-    with course.gradebook() as gradebook:
-        for assignment, student in submissions:
-            try:
-                gradebook.remove_submission(assignment, student)
-            except MissingEntry:
-                pass
 
 
 @dataclass(frozen=True)
