@@ -23,7 +23,8 @@ from pathlib import Path
 
 from attnkit_grader import Course, grade
 from attnkit_grader.course import use_venv_tools
-from attnkit_grader.pipeline import EXAMPLE_CLASS, class_list, read_roster
+from attnkit_grader.intake import class_list, read_roster
+from attnkit_grader.pipeline import EXAMPLE_CLASS
 
 ROOT = Path(__file__).resolve().parents[1]
 NBGRADER = [sys.executable, "-m", "nbgrader"]

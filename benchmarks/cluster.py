@@ -44,7 +44,7 @@ from attnkit_grader import Course, grade
 from attnkit_grader.cluster import launcher as cluster_launcher
 from attnkit_grader.cluster.local import LocalCluster
 from attnkit_grader.course import use_venv_tools
-from attnkit_grader.pipeline import read_roster
+from attnkit_grader.intake import read_roster
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from grading import course_copy, differences, scaled_class, test_cells  # noqa: E402 - the sibling benchmark

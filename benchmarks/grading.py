@@ -56,7 +56,8 @@ from attnkit_grader import Course, canary, grade
 from attnkit_grader.cluster.local import as_cluster_user
 from attnkit_grader.isolation import notebook_run as sandbox
 from attnkit_grader.course import use_venv_tools
-from attnkit_grader.pipeline import EXAMPLE_CLASS, read_roster
+from attnkit_grader.intake import read_roster
+from attnkit_grader.pipeline import EXAMPLE_CLASS
 from attnkit_grader.reports import read_scores
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -28,7 +28,7 @@ from attnkit_grader import (CellResult, CheckResult, Course, Job, Message, Submi
 from attnkit_grader import offline
 from attnkit_grader.autograders.base import Autograder, execution_issues, failed, nbgrader_failure
 from attnkit_grader.cli import main
-from attnkit_grader.pipeline import read_roster
+from attnkit_grader.intake import read_roster
 from attnkit_grader.releases import compare_trees, drift
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -176,7 +176,7 @@ def test_hand_ins_are_collected_into_submitted_and_odd_ones_rejected_uncopied(tm
     or a named pipe is rejected and not copied; the hand-in folder itself is never written."""
     import os
 
-    from attnkit_grader.pipeline import place
+    from attnkit_grader.intake import place
 
     (tmp_path / "nbgrader_config.py").write_text("c = get_config()\n")
     course, handed_in = Course(tmp_path), tmp_path / "handed_in"

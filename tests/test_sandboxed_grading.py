@@ -272,7 +272,7 @@ def test_a_forged_runner_report_cannot_break_the_parent():
 
 
 def test_an_oversized_notebook_is_rejected_unread(tmp_path):
-    from attnkit_grader.pipeline import place
+    from attnkit_grader.intake import place
 
     (tmp_path / "nbgrader_config.py").write_text("c = get_config()\n")
     released = ROOT / "release" / PS1

@@ -212,16 +212,16 @@ def _found(domain):
             shipped = PACKAGE / "worked" / f"{name}.json"        # where the student's copy comes from:
             yield from ((bug.says, shipped) for bug in registry.get(name).bugs)   # no grader path in the edition
         return
-    from . import autograded_notebook, copies, feedback, insight, offline, pipeline, precheck
+    from . import autograded_notebook, copies, feedback, insight, intake, offline, precheck
     from .autograders import base, runs, sandboxed
     from .insight import render
     from .isolation import reasons
     from .judging import compare, engine, variants
     # The page's own sentences (the kit's and nbgrader's frame, written by the exporter), then the problems a run or
     # a hand-in is noted with (Record.issues: the student's feedback page lists them), written by the graders, the
-    # sandbox's exit reasons, the pipeline and the pre-check.
+    # sandbox's exit reasons, the intake and the pre-check.
     for module in (engine, variants, feedback, compare, autograded_notebook, render, insight, offline,
-                   base, runs, sandboxed, reasons, pipeline, precheck, copies):
+                   base, runs, sandboxed, reasons, intake, precheck, copies):
         yield from ((m, Path(module.__file__)) for m in _python(module.__file__, {"N_": None, "make": None,
                                                                                   "Fail": None, "sentence": None,
                                                                                   "_": None}))

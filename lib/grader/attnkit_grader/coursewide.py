@@ -23,7 +23,7 @@ from .results import Message, SubmissionResult
 log = logging.getLogger(__name__)
 
 RECORDS = "records"                     # grades/records/ASSIGNMENT.json
-NOTHING = "nothing handed in (no folder {student}/{assignment}/)"     # as pipeline.place says it
+NOTHING = "nothing handed in (no folder {student}/{assignment}/)"     # as intake.examine says it
 
 
 def save(reports_dir, run):

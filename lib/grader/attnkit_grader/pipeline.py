@@ -1,13 +1,14 @@
 """The instructor's grading run, end to end, as one function: :func:`grade`.
 
-1. Sync the gradebook with source/ (generate_assignment into a scratch folder, so release/ is untouched)
-   and warn when the committed release/ has drifted from source/.
-2. Enrol the students (the CSV's rows, as ``nbgrader db student import`` reads them, plus any folder found).
-3. Collect and pre-check: unless the submissions folder is the course's submitted/ itself, each
+1. The canary (:mod:`.canary`) sings on a thread of its own while this one pre-checks every hand-in, writing
+   nothing (:func:`.intake.look`: the release generated from source/ into a scratch folder, the committed
+   release/'s drift, each submission where it lies). A submission that cannot be graded is rejected with its
+   reason and scores 0.
+2. Once the canary has passed, the gradebook is synced with source/, the students are enrolled and each
    STUDENT/ASSIGNMENT folder is copied into submitted/STUDENT/ASSIGNMENT/ (nbgrader's layout, which the
-   formgrader lists), before any grading starts; the originals are only ever read, and a folder holding
-   a symbolic link is neither copied nor graded. A submission that cannot be graded is rejected with its
-   reason and scores 0. Both graders then read submitted/ and never write it.
+   formgrader lists): :func:`.intake.settle`. The originals are only ever read, and a folder holding a
+   symbolic link is neither copied nor graded. Both graders then read submitted/ and never write it.
+3. The runs are handed to the sandboxes as they are planned.
 4. Autograde the rest through an :class:`~attnkit_grader.autograders.base.Autograder` (forced re-grading:
    automatic scores are recomputed, manual scores entered in formgrader are kept): by default the
    sandboxed, parallel, resumable :class:`~attnkit_grader.autograders.sandboxed.SandboxAutograder`, or
@@ -29,38 +30,30 @@ autograded/ copies (for the formgrader and ``nbgrader generate_feedback``) and n
 made stale by a changed copy (removed).
 """
 
-import csv
+import contextlib
 import json
 import logging
 import os
-import shutil
-import stat
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from nbgrader.api import MissingEntry
 
-from attnkit.i18n import N_
-from attnkit_sandbox.cells import MAX_NOTEBOOK_BYTES
-
 from .autograders.base import Job, NbgraderAutograder
 from .course import Course, NothingToDo
 from .isolation import door
-from . import copies, coursewide, insight, similarity
-from .files import remove
-from .precheck import check_submission
+from . import coursewide, insight, similarity
+from .intake import class_list, existing_dir, look, read_roster, refuse_odd_entries, settle
 from .progress import Progress
-from .releases import compare_trees, release
 from .reports import (export_totals, format_table, number, plot_success, plot_totals, write_cell_csv,
                       write_check_csv)
-from .results import Message, SubmissionResult
 
 log = logging.getLogger(__name__)
 
 EXAMPLE_CLASS = Path("examples") / "example_class"
-STUDENT_COLUMNS = ("first_name", "last_name", "email", "lms_user_id")   # besides 'id', as nbgrader imports
 GRADERS = ("sandbox", "nbgrader")
 
 
@@ -147,8 +140,10 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
                                                show_tests=show_tests, warm=warm, scheduler=scheduler,
                                                certs=certs, canary=canary)
     try:
-        autograder.prepare(assignments)                 # the canary: before anything is written
-        records, warnings = prepare(course, assignments, submissions, roster, students, autograder)
+        with tempfile.TemporaryDirectory(prefix="attnkit-grade-") as scratch:
+            with meanwhile(autograder.prepare, assignments):   # the canary: nothing is written before it passes
+                records, warnings = look(course, assignments, submissions, roster, students, Path(scratch), autograder)
+        settle(course, assignments, submissions, roster, records, autograder)
         jobs = [Job(r.assignment, r.student, course.assignment_dir("submitted", r.assignment, r.student),
                     tuple(r.issues))
                 for r in records.values() if r.status == "pending"]
@@ -201,6 +196,28 @@ def make_autograder(grader, course, reports_dir, workers=None, fresh=False, show
                              canary=canary)
 
 
+@contextlib.contextmanager
+def meanwhile(task, *args):
+    """Run ``task(*args)`` on a thread of its own while the block runs; at the block's end, wait for it and raise
+    what it raised (what the block raised comes first)."""
+    raised = []
+
+    def target():
+        try:
+            task(*args)
+        except BaseException as error:  # noqa: BLE001 - handed to the waiting thread
+            raised.append(error)
+
+    thread = threading.Thread(target=target, name="attnkit-canary", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        thread.join()
+    if raised:
+        raise raised[0]
+
+
 def progress_note(record):
     """'5.5 points, 3.2 s', 'from the journal' or 'failed: why', for the progress line."""
     if record.status != "graded":
@@ -212,27 +229,6 @@ def progress_note(record):
     return text + (" (from the journal)" if record.resumed else f", {record.seconds:.1f} s")
 
 
-def prepare(course, assignments, submissions, roster, students, autograder=None):
-    """Steps 1-3: gradebook in sync, students enrolled, submissions collected into submitted/ and pre-checked.
-
-    Returns ({(student, assignment): SubmissionResult}, warnings); gradable submissions are 'pending'.
-    """
-    with tempfile.TemporaryDirectory(prefix="attnkit-grade-") as scratch:
-        warnings = sync_gradebook(course, assignments, Path(scratch))
-        enrol(course, roster, students)
-        warnings += [f"student folder '{s}' is not in the class list; graded anyway"
-                     for s in students if roster and s not in roster]
-        known = {a: (copies.known(course, a), copies.thresholds(a)) for a in assignments}   # read once a batch
-        records = {(s, a): place(course, submissions, s, a, Path(scratch) / a, autograder=autograder, known=known[a])
-                   for a in assignments for s in students}
-    dropped = [(record.assignment, record.student) for record in records.values() if record.status != "pending"]
-    course.forget(dropped)
-    if autograder is not None:
-        for assignment, student in dropped:
-            autograder.forget(assignment, student)
-    return records, warnings
-
-
 def demo(root=None, reports_dir=None, autograder=None, **options):
     """:func:`grade` on the kit's example class (examples/example_class), all assignments; ``root``: the kit's
     repository (default: the current folder, as ``make demo`` runs it)."""
@@ -242,150 +238,6 @@ def demo(root=None, reports_dir=None, autograder=None, **options):
         raise FileNotFoundError(f"root: no example class at {example}; run it in the kit's repository or give "
                                 f"--root")
     return grade(course, [], example, example / "students.csv", reports_dir, autograder, **options)
-
-
-def existing_dir(path, name):
-    path = Path(path)
-    if not path.is_dir():
-        raise FileNotFoundError(f"{name}: {path} is not a folder")
-    return path.resolve()
-
-
-def read_roster(path):
-    """{student id: {column: value}} from a class-list CSV, read the way ``nbgrader db student import`` does."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"students_csv: {path} does not exist")
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        reader.fieldnames = [name.strip() for name in reader.fieldnames or []]
-        if "id" not in reader.fieldnames:
-            raise ValueError(f"students_csv: {path} needs an 'id' column, got columns {reader.fieldnames}")
-        roster = {}
-        for line, row in enumerate(reader, start=2):
-            student = (row["id"] or "").strip()
-            if not student or student in roster:
-                raise ValueError(f"students_csv: {path} line {line}: id {student!r} is empty or repeated")
-            roster[student] = {k: (row.get(k) or None) for k in STUDENT_COLUMNS if k in row}
-    return roster
-
-
-def class_list(roster, submissions, only=None):
-    """Every student on the roster or with a folder in ``submissions``, sorted (``only``: those of them)."""
-    folders = {p.name for p in submissions.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))}
-    students = sorted(set(roster) | folders)
-    if only:
-        unknown = sorted(set(only) - set(students))
-        if unknown:
-            raise ValueError(f"student: {', '.join(unknown)} neither on the class list nor with a folder in "
-                             f"{submissions}")
-        students = [s for s in students if s in only]
-    if not students:
-        raise NothingToDo(f"nothing handed in: no student folder in {submissions} and no class list; nothing "
-                          f"graded (collect the hand-ins first: attnkit collect ASSIGNMENT)")
-    return students
-
-
-def sync_gradebook(course, assignments, scratch):
-    """Record ``assignments`` from source/ in the gradebook; return warnings about release/ drift."""
-    warnings = []
-    for name in release(course, assignments, release_dir=scratch):
-        differences = compare_trees(course.assignment_dir("release", name), scratch / name)
-        if differences:
-            warnings.append(f"release/{name} is not what source/ generates today (students may hold an "
-                            f"older version): {'; '.join(differences)}")
-    return warnings
-
-
-def enrol(course, roster, students):
-    """Create or update each student in the gradebook (roster details where the CSV has them)."""
-    with course.gradebook() as gradebook:
-        for student in students:
-            details = {k: v for k, v in roster.get(student, {}).items() if v is not None}
-            gradebook.update_or_create_student(student, **details)
-
-
-def place(course, submissions, student, assignment, released, copy=True, autograder=None, known=None):
-    """Collect one submission into submitted/ (when ``copy`` and it is not there already) and pre-check
-    it; 'pending' if gradable.
-
-    A submission whose folder is, or holds, a symbolic link (a link to source/ would have the
-    instructor's notebook graded as the student's) or anything but folders and plain files (copying a
-    named pipe would hang the batch) is rejected and not copied. The ``autograder`` triages the pre-check's
-    issues (:meth:`~attnkit_grader.autograders.base.Autograder.triage`: the sandboxed grader still grades a
-    notebook nbformat rejects when its cells can be read). ``known``: (solutions, thresholds) the answers are
-    compared with (:mod:`.copies`; default: the assignment's, read here).
-    """
-    record = SubmissionResult(student, assignment)
-    original = submissions / student / assignment
-    odd = odd_entries(original)
-    if copy:
-        target = course.assignment_dir("submitted", assignment, student)
-        if original.resolve() != target.resolve():
-            remove(target)
-            if original.is_dir() and not odd:
-                shutil.copytree(original, target, symlinks=True)
-    huge = [p.name for p in released.glob("*.ipynb")
-            if (original / p.name).is_file() and (original / p.name).stat().st_size > MAX_NOTEBOOK_BYTES]
-    if odd:
-        record.status = "rejected"
-        path, what = odd[0]
-        where = f"{student}/{assignment}" + ("" if path == "." else f"/{path}")
-        record.issues = [Message.make("{path} is {what}; hand in plain files", path=where,
-                                      what=Message.make(what))]
-    elif not original.is_dir():
-        record.status = "missing"
-        record.issues = [Message.make("nothing handed in (no folder {student}/{assignment}/)", student=student,
-                                      assignment=assignment)]
-    elif huge:                                          # never read a file that size into the grader's memory
-        record.status = "rejected"
-        record.issues = [Message.make("{name} is larger than {size} MiB", name=name,
-                                      size=MAX_NOTEBOOK_BYTES // 2**20) for name in huge]
-    else:
-        translations = [released.parent / name for language, name in course.editions(assignment).items()
-                        if name != assignment]
-        solutions, limits = known or (copies.known(course, assignment), copies.thresholds(assignment))
-        issues = check_submission(original, released, course.assignment_dir("source", assignment), translations,
-                                  known=solutions, limits=limits)
-        if autograder is not None:
-            issues = autograder.triage(issues, original, released)
-        record.issues = [issue.message or Message.text(issue.reason) for issue in issues]
-        record.status = "rejected" if any(issue.fatal for issue in issues) else "pending"
-    if record.status == "rejected":
-        log.warning("%s / %s rejected: %s", student, assignment, "; ".join(record.issue_texts()))
-    return record
-
-
-def odd_entries(folder):
-    """[(path relative to ``folder``, what it is)] for every symbolic link (also one on the way to
-    ``folder``: path '.') and every entry that is neither a folder nor a plain file, sorted."""
-    folder = Path(folder)
-    if os.path.realpath(folder) != os.path.abspath(folder):
-        exists = folder.is_symlink() or folder.exists()
-        return [(".", N_("a symbolic link (or lies behind one)"))] if exists else []
-    if not folder.is_dir():
-        return []
-    found = []
-    for top, folders, files in os.walk(folder):
-        for name in folders + files:
-            path = os.path.join(top, name)
-            mode = os.lstat(path).st_mode
-            if stat.S_ISLNK(mode):
-                found.append((os.path.relpath(path, folder), N_("a symbolic link")))
-            elif not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-                found.append((os.path.relpath(path, folder), N_("not a plain file")))
-    return sorted(found)
-
-
-def refuse_odd_entries(folders):
-    """Raise ValueError naming the first link (or entry neither folder nor plain file) in the folders the grader
-    writes, {argument: path}, before any work: a planted link would have it write through to the link's target."""
-    for name, folder in folders.items():
-        folder = Path(os.path.realpath(Path(folder).parent)) / Path(folder).name    # a link above it is the owner's
-        for path, what in odd_entries(folder)[:1]:
-            where = Path(folder) if path == "." else Path(folder) / path
-            raise ValueError(f"{name}: {where} is {what}; attnkit grade writes in {folder} and follows no link: "
-                             f"remove it and grade again")
 
 
 def reset_automatic_scores(course, jobs):

@@ -20,14 +20,15 @@ class NbgraderError(RuntimeError):
     """An nbgrader step failed for a reason that is not one student's submission."""
 
 
-def release(course, assignments=(), release_dir=None, database=True):
+def release(course, assignments=(), release_dir=None, database=True, english_only=False):
     """Run generate_assignment (forced) for ``assignments`` (default: all in source/) and their language
     editions.
 
     The English notebook goes into the gradebook; each edition (translations/ASSIGNMENT_LANG/) is generated
     without it, with nbgrader's answer stubs in its language (see :mod:`.editions`).
     ``release_dir`` redirects the output (e.g. a temporary folder) instead of the course's release/;
-    ``database=False`` leaves the gradebook alone. Returns the list of folders generated.
+    ``database=False`` leaves the gradebook alone; ``english_only`` generates no edition. Returns the list of folders
+    generated.
     """
     assignments = course.check_assignments(assignments)
     base = {} if database else {"GenerateAssignment.no_database": True, "SaveCells.enabled": False}
@@ -38,6 +39,8 @@ def release(course, assignments=(), release_dir=None, database=True):
     generated = []
     for assignment in assignments:
         for language, name in course.editions(assignment).items():
+            if english_only and language != editions.ENGLISH:
+                continue
             overrides = dict(base)
             if language != editions.ENGLISH:
                 overrides.update({"GenerateAssignment.no_database": True, "SaveCells.enabled": False,

@@ -8,6 +8,7 @@ very sandboxes, sessions and slots that grade the students.
 """
 
 import concurrent.futures
+import itertools
 import os
 import queue
 
@@ -57,11 +58,16 @@ class Pool:
             session.close()
         self.sessions.clear()
 
-    def in_pool(self, plans):
-        """Run each plan in the pool's sandboxes: yield (plan, Run, None), or (plan, None, the exception), as
-        each finishes, in this thread."""
+    def in_pool(self, plans, size=None):
+        """Run each plan of the iterable ``plans`` (at most ``size`` of them, where known) in the pool's sandboxes,
+        each handed over as soon as it comes: yield (plan, Run, None), or (plan, None, the exception), as each
+        finishes, in this thread. The pool is not opened when ``plans`` is empty."""
+        plans = iter(plans)
+        first = next(plans, None)
+        if first is None:
+            return
         free = queue.Queue()
-        for slot in self.open_pool()[:min(self.workers, len(plans))]:
+        for slot in self.open_pool()[:min(self.workers, size or self.workers)]:
             free.put(slot)
 
         def work(plan):
@@ -73,7 +79,7 @@ class Pool:
 
         with concurrent.futures.ThreadPoolExecutor(max_workers=free.qsize(),
                                                    thread_name_prefix="attnkit-grader") as pool:
-            futures = {pool.submit(work, plan): plan for plan in plans}
+            futures = {pool.submit(work, plan): plan for plan in itertools.chain([first], plans)}
             try:
                 for future in concurrent.futures.as_completed(futures):
                     try:

@@ -257,25 +257,33 @@ class SandboxAutograder(Pool, Autograder):
                 self.gradebook = None
 
     def batch(self, jobs):
-        plans = []
-        for job in jobs:
-            try:
-                plans.append(self.plan(job))
-            except OSError as error:                   # vanished or unreadable since the pre-check
-                yield failed(job, Message.make("the notebook could not be read: {error}",
-                                               error=channel.clip_message(error))), ""
-        grader = {a: self.fingerprint(self.release(a)) for a in {p.job.assignment for p in plans}}
-        todo = []
-        for plan in plans:
-            recorded = self.journal.find(plan.job.student, plan.job.assignment, plan.sha256,
-                                         grader[plan.job.assignment])
-            if recorded is not None:
-                yield self.publish(plan, recorded, resumed=True)
-            else:
-                todo.append(plan)
-        if not todo:
-            return
-        for plan, done, error in self.in_pool(todo):
+        """Plan each job and hand it to the pool at once (its sandbox starts while the next ones are planned);
+        a job the journal holds is published from it instead, in this thread, while the sandboxes run."""
+        grader, ready = {}, []          # {assignment: fingerprint}; [what gives a (result, log text)] between runs
+
+        def fresh():
+            for job in jobs:
+                try:
+                    plan = self.plan(job)
+                except OSError as error:               # vanished or unreadable since the pre-check
+                    unread = failed(job, Message.make("the notebook could not be read: {error}",
+                                                      error=channel.clip_message(error)))
+                    ready.append(lambda unread=unread: (unread, ""))
+                    continue
+                if job.assignment not in grader:
+                    grader[job.assignment] = self.fingerprint(plan.release)
+                recorded = self.journal.find(job.student, job.assignment, plan.sha256, grader[job.assignment])
+                if recorded is None:
+                    yield plan
+                else:
+                    ready.append(lambda plan=plan, recorded=recorded: self.publish(plan, recorded, resumed=True))
+
+        def drained():
+            while ready:
+                yield ready.pop(0)()
+
+        for plan, done, error in self.in_pool(fresh(), len(jobs)):
+            yield from drained()
             if error is not None:            # one submission's trouble never ends the batch
                 log.error("grading %s / %s failed", plan.job.student, plan.job.assignment, exc_info=error)
                 yield failed(plan.job, Message.make("the grader failed: {error}: {message}",
@@ -296,6 +304,7 @@ class SandboxAutograder(Pool, Autograder):
             published = self.publish(plan, decided, resumed=False)
             self.journal.append(decided)
             yield published
+        yield from drained()
 
     def run_one(self, plan, slot, launcher=None):
         """In a worker thread: the notebook in a sandbox (again without a cell that killed the run), started by

@@ -32,7 +32,7 @@ from ..teaching import resolve
 
 VERSION = 1
 EXAMPLES = 3                        # example submissions shown per row
-ANONYMOUS = "_anonymous"            # feedback/_anonymous/: no student folder starts with '_' (pipeline.class_list)
+ANONYMOUS = "_anonymous"            # feedback/_anonymous/: no student folder starts with '_' (intake.class_list)
 CAUSES = ("mistake", "unexplained", "raised", "not_attempted", "other")
 # What the judge says when a probe never ran the student's code to the end, and when it raised
 # (attnkit_grader.judging.engine: _explain_error, _decide)

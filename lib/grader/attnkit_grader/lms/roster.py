@@ -8,7 +8,7 @@ gradebook lacks are added, without submissions. Nobody in either is left out.
 
 from dataclasses import dataclass
 
-from ..pipeline import STUDENT_COLUMNS, read_roster
+from ..intake import STUDENT_COLUMNS, read_roster
 
 FIELDS = ("id",) + STUDENT_COLUMNS          # the fields a roster may match an LMS on: lms_user_id, email, id
 
