@@ -171,8 +171,9 @@ def summary(outcomes, seconds):
 
 
 def planned(grader, assignments, folder, tag=""):
-    """[(plan, case)] of the canary of each of ``assignments``, its notebooks written under ``folder`` (the
-    pseudo-students' names end with ``tag``, so that canaries graded at once never share a scratch folder)."""
+    """[(plan, case)] of the canary of each of ``assignments``, the catalogued mistakes first, its notebooks written
+    under ``folder`` (the pseudo-students' names end with ``tag``, so that canaries graded at once never share a
+    scratch folder)."""
     plans = []
     for assignment in assignments:
         release = grader.release(assignment)
@@ -181,7 +182,9 @@ def planned(grader, assignments, folder, tag=""):
             where.mkdir(parents=True, exist_ok=True)
             (where / f"{release.name}.ipynb").write_bytes(case.notebook)
             plans.append((grader.plan(Job(assignment, case.student + tag, where)), case))
-    return plans
+    # The mistakes first: judging one re-runs the catalogue to name it (seconds), which then overlaps the solved
+    # releases' sandboxes instead of following the last of them.
+    return sorted(plans, key=lambda pair: pair[1].role != "mistake")
 
 
 def judged(grader, plan, case, done=None, error=None):

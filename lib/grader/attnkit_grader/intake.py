@@ -1,19 +1,21 @@
-"""Steps 1-3 of a grading run (:func:`.pipeline.grade`): the submissions looked at, then the gradebook in sync
-with source/, the students enrolled and the submissions collected into submitted/.
+"""Steps 1-3 of a grading run (:func:`.pipeline.grade`): the submissions looked at, collected into submitted/,
+and the gradebook made ready for them.
 
-The work is split by what it writes, because nothing may be written before the canary has passed
-(:mod:`.canary`), and the canary's sandboxes take seconds:
+The work is split by what it writes and when, because nothing may be written before the canary has passed
+(:mod:`.canary`), and the canary's sandboxes, then the students', take seconds:
 
 - :func:`look` writes nothing outside its scratch folder, so it runs while the canary sings. It generates the
   release from source/ there, outside the gradebook, says where the committed release/ has drifted from it,
   and pre-checks each hand-in where it lies (:func:`examine`; the originals are only ever read). A submission
   that cannot be graded is rejected with its reason and scores 0.
-- :func:`settle`, once the canary has passed, writes: the assignments recorded in the gradebook (nbgrader's
-  generate_assignment with the gradebook, into a scratch folder, so release/ is untouched), the students
-  enrolled (the class list's rows, as ``nbgrader db student import`` reads them, and every folder found), each
-  STUDENT/ASSIGNMENT folder copied into submitted/STUDENT/ASSIGNMENT/ (nbgrader's layout, which the formgrader
-  lists; not when the submissions folder is submitted/ itself; a folder holding a symbolic link is not copied),
-  and what was recorded of the submissions not graded now forgotten.
+- :func:`collect_all`, once the canary has passed, copies each STUDENT/ASSIGNMENT folder into
+  submitted/STUDENT/ASSIGNMENT/ (nbgrader's layout, which the formgrader lists; not when the submissions folder
+  is submitted/ itself; a folder holding a symbolic link is not copied): the runs read these copies.
+- :func:`settle` is the gradebook's side, run while the first sandboxes start (the autograder calls it before its
+  first write): the assignments recorded (nbgrader's generate_assignment with the gradebook, into a scratch
+  folder, so release/ is untouched), the students enrolled (the class list's rows, as ``nbgrader db student
+  import`` reads them, and every folder found), what was recorded of the submissions not graded now forgotten,
+  and the automatic scores of those about to be graded cleared.
 """
 
 import csv
@@ -23,6 +25,8 @@ import shutil
 import stat
 import tempfile
 from pathlib import Path
+
+from nbgrader.api import MissingEntry, Student
 
 from attnkit.i18n import N_
 from attnkit_sandbox.cells import MAX_NOTEBOOK_BYTES
@@ -52,20 +56,25 @@ def look(course, assignments, submissions, roster, students, scratch, autograder
     return records, warnings
 
 
-def settle(course, assignments, submissions, roster, records, autograder=None):
-    """Write what :func:`look` found (``records``): the assignments in the gradebook, the students enrolled, the
-    submissions collected into submitted/, and the records of those not graded now forgotten (in the gradebook,
-    and by the ``autograder``)."""
+def collect_all(course, submissions, records):
+    """:func:`collect` each of ``records`` (what :func:`look` found) into submitted/."""
+    for student, assignment in records:
+        collect(course, submissions, student, assignment)
+
+
+def settle(course, assignments, roster, records, autograder=None):
+    """The gradebook's side of what :func:`look` found (``records``): the assignments recorded (from source/), the
+    students enrolled, the records of the submissions not graded now forgotten (in the gradebook, and by the
+    ``autograder``), and the automatic scores of those about to be graded cleared."""
     with tempfile.TemporaryDirectory(prefix="attnkit-gradebook-") as scratch:
         release(course, assignments, release_dir=scratch, english_only=True)
     enrol(course, roster, sorted({student for student, _ in records}))
-    for student, assignment in records:
-        collect(course, submissions, student, assignment)
     dropped = [(record.assignment, record.student) for record in records.values() if record.status != "pending"]
     course.forget(dropped)
     if autograder is not None:
         for assignment, student in dropped:
             autograder.forget(assignment, student)
+    reset_automatic_scores(course, [record for record in records.values() if record.status == "pending"])
 
 
 def existing_dir(path, name):
@@ -123,11 +132,18 @@ def drift_warnings(course, names, scratch):
 
 
 def enrol(course, roster, students):
-    """Create or update each student in the gradebook (roster details where the CSV has them)."""
+    """Create or update each student in the gradebook (roster details where the CSV has them), in one transaction:
+    a class of hundreds is one commit, not one each."""
     with course.gradebook() as gradebook:
+        enrolled = {student.id: student for student in gradebook.students}
         for student in students:
             details = {k: v for k, v in roster.get(student, {}).items() if v is not None}
-            gradebook.update_or_create_student(student, **details)
+            if student in enrolled:
+                for name, value in details.items():
+                    setattr(enrolled[student], name, value)
+            else:
+                gradebook.db.add(Student(id=student, **details))
+        gradebook.db.commit()
 
 
 def place(course, submissions, student, assignment, released, copy=True, autograder=None, known=None):
@@ -227,3 +243,20 @@ def refuse_odd_entries(folders):
                              f"remove it and grade again")
 
 
+def reset_automatic_scores(course, jobs):
+    """Clear old automatic scores of the submissions about to be graded (``jobs``: each with its .assignment and
+    .student); manual scores stay.
+
+    nbgrader only overwrites the scores of the cells it finds, so a test cell deleted since the last run
+    would otherwise keep its old score.
+    """
+    with course.gradebook() as gradebook:
+        for job in jobs:
+            try:
+                submission = gradebook.find_submission(job.assignment, job.student)
+            except MissingEntry:
+                continue
+            for notebook in submission.notebooks:
+                for grade in notebook.grades:
+                    grade.auto_score = None
+        gradebook.db.commit()

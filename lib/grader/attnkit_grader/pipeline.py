@@ -4,11 +4,12 @@
    nothing (:func:`.intake.look`: the release generated from source/ into a scratch folder, the committed
    release/'s drift, each submission where it lies). A submission that cannot be graded is rejected with its
    reason and scores 0.
-2. Once the canary has passed, the gradebook is synced with source/, the students are enrolled and each
-   STUDENT/ASSIGNMENT folder is copied into submitted/STUDENT/ASSIGNMENT/ (nbgrader's layout, which the
-   formgrader lists): :func:`.intake.settle`. The originals are only ever read, and a folder holding a
-   symbolic link is neither copied nor graded. Both graders then read submitted/ and never write it.
-3. The runs are handed to the sandboxes as they are planned.
+2. Once the canary has passed, each STUDENT/ASSIGNMENT folder is copied into submitted/STUDENT/ASSIGNMENT/
+   (nbgrader's layout, which the formgrader lists): :func:`.intake.collect_all`. The originals are only ever
+   read, and a folder holding a symbolic link is neither copied nor graded. Both graders then read submitted/
+   and never write it.
+3. The gradebook is synced with source/ and the students enrolled (:func:`.intake.settle`), by the sandboxed
+   grader while its first sandboxes start (each run is handed to the pool as soon as it is planned).
 4. Autograde the rest through an :class:`~attnkit_grader.autograders.base.Autograder` (forced re-grading:
    automatic scores are recomputed, manual scores entered in formgrader are kept): by default the
    sandboxed, parallel, resumable :class:`~attnkit_grader.autograders.sandboxed.SandboxAutograder`, or
@@ -31,6 +32,7 @@ made stale by a changed copy (removed).
 """
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -40,13 +42,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from nbgrader.api import MissingEntry
 
 from .autograders.base import Job, NbgraderAutograder
 from .course import Course, NothingToDo
 from .isolation import door
 from . import coursewide, insight, similarity
-from .intake import class_list, existing_dir, look, read_roster, refuse_odd_entries, settle
+from .intake import class_list, collect_all, existing_dir, look, read_roster, refuse_odd_entries, settle
 from .progress import Progress
 from .reports import (export_totals, format_table, number, plot_success, plot_totals, write_cell_csv,
                       write_check_csv)
@@ -143,14 +144,14 @@ def grade(course, assignments, submissions, students_csv=None, reports_dir=None,
         with tempfile.TemporaryDirectory(prefix="attnkit-grade-") as scratch:
             with meanwhile(autograder.prepare, assignments):   # the canary: nothing is written before it passes
                 records, warnings = look(course, assignments, submissions, roster, students, Path(scratch), autograder)
-        settle(course, assignments, submissions, roster, records, autograder)
+        collect_all(course, submissions, records)
         jobs = [Job(r.assignment, r.student, course.assignment_dir("submitted", r.assignment, r.student),
                     tuple(r.issues))
                 for r in records.values() if r.status == "pending"]
-        reset_automatic_scores(course, jobs)
         alike = None                   # started with the first result: not beside the sandboxes' start
         bar = Progress(len(jobs)) if progress and jobs else None
-        for result, text in autograder.run(jobs):
+        gradebook = functools.partial(settle, course, assignments, roster, records, autograder)
+        for result, text in autograder.results(jobs, before_writing=gradebook):   # while the first sandboxes start
             if alike is None:
                 alike = similarity.Ahead(course, assignments, {(j.student, j.assignment): j.folder for j in jobs})
             key = result.student, result.assignment
@@ -238,24 +239,6 @@ def demo(root=None, reports_dir=None, autograder=None, **options):
         raise FileNotFoundError(f"root: no example class at {example}; run it in the kit's repository or give "
                                 f"--root")
     return grade(course, [], example, example / "students.csv", reports_dir, autograder, **options)
-
-
-def reset_automatic_scores(course, jobs):
-    """Clear old automatic scores of the submissions about to be graded; manual scores stay.
-
-    nbgrader only overwrites the scores of the cells it finds, so a test cell deleted since the last run
-    would otherwise keep its old score.
-    """
-    with course.gradebook() as gradebook:
-        for job in jobs:
-            try:
-                submission = gradebook.find_submission(job.assignment, job.student)
-            except MissingEntry:
-                continue
-            for notebook in submission.notebooks:
-                for grade in notebook.grades:
-                    grade.auto_score = None
-        gradebook.db.commit()
 
 
 def record_result(course, record, result, text, logs_dir, autograder=None, quiet=False):

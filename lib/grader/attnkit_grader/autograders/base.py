@@ -85,6 +85,13 @@ class Autograder(abc.ABC):
         """Grade each job in ``jobs``; yield one (SubmissionResult, log text) per job, in any order, never
         raising for a job. A graded result carries its feedback page."""
 
+    def results(self, jobs, before_writing):
+        """:meth:`run`, with ``before_writing()`` called once, in this thread, before the grader writes anything
+        (the pipeline records the gradebook's side of the batch there). A grader that can start work before then
+        (the sandboxed one: its sandboxes) overrides this."""
+        before_writing()
+        yield from self.run(jobs)
+
     def forget(self, assignment, student):
         """Drop what this grader wrote for a submission that is no longer graded (rejected, failed, missing)."""
 

@@ -119,9 +119,9 @@ class ClusterAutograder(SandboxAutograder):
     def activity(self):
         return self.cluster_launcher.activity()
 
-    def run(self, jobs):
+    def results(self, jobs, before_writing=None):
         try:
-            yield from super().run(jobs)
+            yield from super().results(jobs, before_writing)
         finally:
             self.close()
 

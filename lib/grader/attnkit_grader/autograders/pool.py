@@ -79,8 +79,10 @@ class Pool:
 
         with concurrent.futures.ThreadPoolExecutor(max_workers=free.qsize(),
                                                    thread_name_prefix="attnkit-grader") as pool:
-            futures = {pool.submit(work, plan): plan for plan in itertools.chain([first], plans)}
+            futures = {}
             try:
+                for plan in itertools.chain([first], plans):     # a plan that fails to come cancels the rest
+                    futures[pool.submit(work, plan)] = plan
                 for future in concurrent.futures.as_completed(futures):
                     try:
                         done = future.result()

@@ -216,7 +216,8 @@ class SandboxAutograder(Pool, Autograder):
             self.release(assignment)
         if self.canary and assignments:
             try:
-                self.canary_summary = self.sing(assignments)
+                with judging_threads():
+                    self.canary_summary = self.sing(assignments)
             except BaseException:
                 self.close()
                 raise
@@ -243,22 +244,22 @@ class SandboxAutograder(Pool, Autograder):
 
     # --- the batch -------------------------------------------------------------------------------------------
     def run(self, jobs):
-        # The judge's tensors are small: on one thread. torch's default of one OpenMP thread per core spins
-        # between operations and took a core's worth of CPU from the sandboxes (4x this process's CPU).
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
+        return self.results(jobs)
+
+    def results(self, jobs, before_writing=None):
         try:
-            yield from self.batch(jobs)
+            with judging_threads():
+                yield from self.batch(jobs, before_writing)
         finally:
-            torch.set_num_threads(threads)
             self.close()
             if self.gradebook is not None:
                 self.gradebook.close()
                 self.gradebook = None
 
-    def batch(self, jobs):
+    def batch(self, jobs, before_writing=None):
         """Plan each job and hand it to the pool at once (its sandbox starts while the next ones are planned);
-        a job the journal holds is published from it instead, in this thread, while the sandboxes run."""
+        a job the journal holds is published from it instead, in this thread, while the sandboxes run.
+        ``before_writing()`` is called once every job is handed over, before anything is written."""
         grader, ready = {}, []          # {assignment: fingerprint}; [what gives a (result, log text)] between runs
 
         def fresh():
@@ -277,6 +278,8 @@ class SandboxAutograder(Pool, Autograder):
                     yield plan
                 else:
                     ready.append(lambda plan=plan, recorded=recorded: self.publish(plan, recorded, resumed=True))
+            if before_writing is not None:
+                before_writing()
 
         def drained():
             while ready:
@@ -453,6 +456,19 @@ class SandboxAutograder(Pool, Autograder):
                         comment.auto_comment = None if answered[comment.name] else "No response."
             gradebook.db.commit()
             apply_late_penalty(self.course.config, gradebook, submission, job.student)
+
+
+@contextlib.contextmanager
+def judging_threads():
+    """torch on one thread while the judge works beside the sandboxes (the canary's and the batch's): its tensors
+    are small, and torch's default of one OpenMP thread per core spins between operations and took a core's worth
+    of CPU from the sandboxes (4x this process's CPU)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 @contextlib.contextmanager
