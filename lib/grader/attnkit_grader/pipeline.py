@@ -70,6 +70,7 @@ class GradingRun:
     canary: str = None         # the canary's line (what it scored, its cost), where one was sung
     course: list = None        # every assignment the reports hold: these and the others as last graded (.coursewide)
     alike: object = None       # similarity.Ahead: the similarity report's pairs, worked out while the sandboxes ran
+    insight: object = None     # (grading key, the insight summary): worked out once for the three insight reports
 
     def bad(self):
         return [s for _, s in sorted(self.submissions.items()) if s.bad]

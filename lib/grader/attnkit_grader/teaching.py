@@ -8,7 +8,9 @@ made as the website makes them (MyST's heading anchors, levels 1 to 3): lower ca
 spaces made hyphens, a repeated one numbered ``-1``, ``-2``...
 """
 
+import functools
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +73,14 @@ def notebook_path(folder, name, language=ENGLISH):
 
 def headings(path):
     """[(anchor, heading)] of a notebook's Markdown cells, in order (code blocks left out)."""
+    status = os.stat(path)
+    return list(_headings(os.path.abspath(path), status.st_mtime_ns, status.st_size))
+
+
+@functools.lru_cache(maxsize=64)
+def _headings(path, mtime, size):
+    """:func:`headings` of the file as it is at ``mtime`` with ``size`` (an insight report asks for each lecture's
+    headings once per catalogued mistake: a lecture is read once)."""
     found, seen = [], {}
     cells = json.loads(Path(path).read_text(encoding="utf-8")).get("cells", [])
     for cell in cells:
@@ -82,7 +92,7 @@ def headings(path):
             base = slug(heading)
             found.append((base if base not in seen else f"{base}-{seen[base]}", heading))
             seen[base] = seen.get(base, 0) + 1
-    return found
+    return tuple(found)
 
 
 def resolve(root, link):

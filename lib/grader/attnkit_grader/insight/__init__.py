@@ -48,8 +48,18 @@ def key_text(language="en"):
                      "whose work each label is; insight-labels.csv says it."))
 
 
+def summarised(course, run):
+    """:func:`.summary.summarise` of ``run`` with the grading key, worked out once for the three reports that read it
+    (kept on the run, with the key it was made with)."""
+    key = grading_key()
+    kept = getattr(run, "insight", None)
+    if kept is None or kept[0] != key:
+        run.insight = kept = (key, summarise(course, run, key))
+    return kept[1]
+
+
 def write_json(course, run, path):
-    summary, _ = summarise(course, run, grading_key())
+    summary, _ = summarised(course, run)
     Path(path).write_text(json.dumps(summary, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
                           encoding="utf-8")
 
@@ -58,7 +68,7 @@ def write_html(course, run, path):
     """insight.html, and the anonymised copies of the feedback pages it links to (any older ones removed)."""
     path = Path(path)
     language = report_language()
-    summary, shown = summarise(course, run, grading_key())
+    summary, shown = summarised(course, run)
     remove(path.parent / "feedback" / ANONYMOUS)
     pages = {(part["name"], label): href for part in summary["assignments"] for label, href in part["examples"].items()}
     for (student, assignment), label in shown.items():
@@ -69,5 +79,5 @@ def write_html(course, run, path):
 
 
 def write_labels_csv(course, run, path):
-    _, shown = summarise(course, run, grading_key())
+    _, shown = summarised(course, run)
     write_labels(path, run, shown, Path(path).parent.resolve())
