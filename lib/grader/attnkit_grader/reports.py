@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 
 import nbformat
 from matplotlib.figure import Figure
-from nbgrader.api import MissingEntry
+from nbgrader.api import Assignment, BaseCell, Grade, Notebook, SubmittedAssignment, SubmittedNotebook
 from nbgrader.plugins import CsvExportPlugin
 from nbgrader.utils import is_grade
+from sqlalchemy import func
 
 from .feedback import number
 
@@ -44,30 +45,38 @@ class ScoreTable:
 
 
 def read_scores(course, assignments, students):
-    """The ScoreTable of ``students`` x ``assignments`` from the course gradebook (0 where nothing was graded)."""
+    """The ScoreTable of ``students`` x ``assignments`` from the course gradebook (0 where nothing was graded).
+
+    One query for every grade (and one counting each submission's notebooks): asking nbgrader's objects submission
+    by submission took 900 queries and a third of a second at a hundred hand-ins, after the last sandbox."""
     cells = {a: grade_cells(course, a) for a in assignments}
     table = ScoreTable(cells, {})
+    for assignment in assignments:
+        for student in students:
+            table.points[student, assignment] = {grade_id: 0.0 for grade_id, _ in cells[assignment]}
+    wanted = set(students)
     with course.gradebook() as gradebook:
-        for assignment in assignments:
-            for student in students:
-                table.points[student, assignment] = {grade_id: 0.0 for grade_id, _ in cells[assignment]}
-                read_submission(gradebook, table, assignment, student)
-    return table
-
-
-def read_submission(gradebook, table, assignment, student):
-    """Copy one submission's scores from the gradebook into ``table`` (nothing if there is none)."""
-    try:
-        submission = gradebook.find_submission(assignment, student)
-    except MissingEntry:
-        return
-    several = len(submission.notebooks) > 1
-    for notebook in submission.notebooks:
-        for grade in notebook.grades:
-            key = f"{notebook.name}:{grade.name}" if several else grade.name
-            table.points[student, assignment][key] = float(grade.score)
-            if grade.needs_manual_grade:
+        db = gradebook.db
+        notebooks = dict(db.query(SubmittedNotebook.assignment_id, func.count(SubmittedNotebook.id))
+                         .group_by(SubmittedNotebook.assignment_id))
+        rows = (db.query(SubmittedAssignment.id, SubmittedAssignment.student_id, Assignment.name, Notebook.name,
+                         BaseCell.name, Grade.score, Grade.needs_manual_grade)
+                .select_from(Grade)
+                .join(SubmittedNotebook, Grade.notebook_id == SubmittedNotebook.id)
+                .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
+                .join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
+                .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
+                .join(BaseCell, Grade.cell_id == BaseCell.id)
+                .filter(Assignment.name.in_(list(assignments)))
+                .order_by(SubmittedAssignment.id, Notebook.name, BaseCell.name))
+        for submission, student, assignment, notebook, cell, score, review in rows:
+            if student not in wanted:
+                continue
+            key = f"{notebook}:{cell}" if notebooks.get(submission, 0) > 1 else cell
+            table.points[student, assignment][key] = float(score)
+            if review:
                 table.review.add((student, assignment, key))
+    return table
 
 
 def grade_cells(course, assignment):

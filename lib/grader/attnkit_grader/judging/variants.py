@@ -113,6 +113,8 @@ def diagnose(assignment, spec, entry, student, keys, among=None):
         theirs = outputs.get(spec.probe)
         if theirs is not None and all(_same(student[key], theirs.get(key)) for key in keys):
             found.append(bug)
+    if not found:
+        return []                       # nothing to name: the reference need not run
     reference, _ = variant_run(assignment, None, spec.probe, entry)
     mine = reference.get(spec.probe, {})
     if all(_same(student[key], mine.get(key)) for key in keys):
