@@ -42,7 +42,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-
 from .autograders.base import Job, NbgraderAutograder
 from .course import Course, NothingToDo
 from .isolation import door

@@ -86,9 +86,9 @@ class Autograder(abc.ABC):
         raising for a job. A graded result carries its feedback page."""
 
     def results(self, jobs, before_writing):
-        """:meth:`run`, with ``before_writing()`` called once, in this thread, before the grader writes anything
-        (the pipeline records the gradebook's side of the batch there). A grader that can start work before then
-        (the sandboxed one: its sandboxes) overrides this."""
+        """:meth:`~attnkit_grader.autograders.base.Autograder.run`, with ``before_writing()`` called once, in this
+        thread, before the grader writes anything (the pipeline records the gradebook's side of the batch there). A
+        grader that can start work before then (the sandboxed one: its sandboxes) overrides this."""
         before_writing()
         yield from self.run(jobs)
 
